@@ -1,0 +1,107 @@
+# cairn — one plain GNU Makefile.
+#   make              build build/cairn (release, -O2)
+#   make test         unit tests + integration tests
+#   make unit         unit tests only
+#   make check        what CI runs: warnings as errors, unit + integration + fuzz replay
+#   make MODE=asan    AddressSanitizer + UndefinedBehaviorSanitizer build (into build-asan/)
+#   make fuzz         libFuzzer drivers (clang) into build-fuzz/
+#   make fuzz-replay  replay every fuzz corpus under gcc (part of check)
+MODE ?= release
+CC ?= cc
+PKGS := openssl libisal libxxhash expat jansson liburing libcurl
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes \
+        -Wformat=2 -Wvla
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+BASE_CFLAGS := -std=gnu11 -g -D_GNU_SOURCE -Isrc $(WARN) $(PKG_CFLAGS) -pthread
+ifeq ($(MODE),asan)
+B := build-asan
+OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+else
+B := build
+OPT := -O2
+endif
+CFLAGS_ALL := $(BASE_CFLAGS) $(OPT) $(CFLAGS)
+LDFLAGS_ALL := $(OPT) -pthread $(LDFLAGS)
+LIBS := $(PKG_LIBS) -lm
+
+LIB_SRC := $(sort $(filter-out src/bin/%,$(wildcard src/*/*.c)))
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+UNIT_SRC := $(sort $(wildcard tests/unit/*/test_*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+FUZZ_SRC := $(sort $(wildcard fuzz/*.c))
+FUZZ_SRC := $(filter-out fuzz/replay_main.c,$(FUZZ_SRC))
+
+.PHONY: all test unit integration check fuzz fuzz-replay clean layers deps run asan-check
+
+# The README's two commands: `make run` and `make check` (both install their packages).
+deps:
+	@scripts/deps.sh
+
+run: deps
+	$(MAKE) all
+	@mkdir -p data
+	./$(B)/cairn server ./data --address 127.0.0.1:9000
+all: $(B)/cairn
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(B)/libcairn.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/cairn: $(B)/src/bin/cairn.o $(B)/libcairn.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+$(B)/tests/%: tests/unit/%.c $(B)/libcairn.a tests/unit/test.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests/unit -o $@ $< $(B)/libcairn.a $(LIBS)
+
+unit: $(UNIT_BIN)
+	@pass=0; fail=0; for t in $(UNIT_BIN); do \
+	  if (cd tests/vectors && ../../$$t); then pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: $$t"; fi; \
+	done; echo "unit binaries: $$pass passed, $$fail failed"; [ $$fail -eq 0 ]
+
+integration: $(B)/cairn
+	CAIRN_BIN=$(abspath $(B)/cairn) tests/integration/run.sh
+
+test: unit integration
+
+# Fuzz drivers replayed over their corpora with the normal compiler (no libFuzzer needed).
+FUZZ_REPLAY := $(FUZZ_SRC:fuzz/%.c=$(B)/fuzz-replay/%)
+$(B)/fuzz-replay/%: fuzz/%.c fuzz/replay_main.c $(B)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< fuzz/replay_main.c $(B)/libcairn.a $(LIBS)
+fuzz-replay: $(FUZZ_REPLAY)
+	@for f in $(FUZZ_REPLAY); do n=$$(basename $$f); $$f fuzz/corpus/$$n || exit 1; done
+
+FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
+build-fuzz/%: fuzz/%.c $(LIB_SRC)
+	@mkdir -p build-fuzz
+	clang $(BASE_CFLAGS) -O1 -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(LIBS)
+fuzz: $(FUZZ_BIN)
+
+layers:
+	scripts/check-layers.sh
+
+check: deps layers
+	$(MAKE) WERROR=1 all unit fuzz-replay
+	$(MAKE) WERROR=1 integration
+
+# The sanitizer pass of CI: unit tests, fuzz replay and the integration suite under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
+asan-check:
+	$(MAKE) MODE=asan WERROR=1 all unit fuzz-replay
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(MAKE) MODE=asan WERROR=1 integration
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(LIB_OBJ:.o=.d) $(B)/src/bin/cairn.d

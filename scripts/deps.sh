@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# deps.sh: installs the Debian packages cairn needs to build and test (idempotent: does
+# nothing when they are all present). Run as root (or with sudo available).
+set -euo pipefail
+pkgs=(
+	build-essential pkg-config clang libclang-rt-14-dev libfuzzer-14-dev
+	libssl-dev libisal-dev libxxhash-dev libexpat1-dev libjansson-dev liburing-dev
+	libcurl4-openssl-dev
+	python3 python3-boto3 python3-pytest awscli s3cmd rclone curl
+)
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+echo "deps.sh: installing ${missing[*]}" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Node.js and npm come with the machine image (Debian's npm would conflict with it); only
+# when absent, fall back to Debian's.
+if ! command -v npm >/dev/null 2>&1; then
+	$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
+fi

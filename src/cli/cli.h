@@ -1,0 +1,9 @@
+/* cli: the `cairn` subcommands — flag parsing, configuration from the environment, start-up
+ * messages and process lifecycle (signals). Each subcommand returns the process exit code. */
+#ifndef CN_CLI_H
+#define CN_CLI_H
+
+int cn_cli_server(int argc, char **argv);
+void cn_cli_usage(void);
+
+#endif

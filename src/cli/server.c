@@ -1,0 +1,231 @@
+/* cli/server.c: `cairn server DIR... [--address HOST:PORT]` — reads credentials and knobs
+ * from flags and the environment (CAIRN_* with MINIO_* aliases, DESIGN.md §1), opens the
+ * object store, wires net -> http -> s3 and runs until SIGTERM/SIGINT, then finishes the
+ * requests in flight and exits 0. */
+#include "cli/cli.h"
+#include "cluster/cluster.h"
+#include "net/net.h"
+#include "s3/s3.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static cn_net *g_net;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	if (g_net)
+		cn_net_stop(g_net);
+}
+
+static cn_conn_verdict serve(void *ctx, cn_conn *c)
+{
+	return (cn_conn_verdict)cn_http_serve(c, (cn_http_handler)cn_s3_handle, ctx);
+}
+
+static void server_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cairn server DIR [--address HOST:PORT] [options]\n"
+		"\n"
+		"Serves S3 from DIR (created if missing). Today one drive folder; erasure-coded\n"
+		"drive sets (DIR{1...N}) come next.\n"
+		"\n"
+		"options:\n"
+		"  --address HOST:PORT  listen address (default :9000, all interfaces)\n"
+		"  --domain NAME        enable virtual-host-style requests (BUCKET.NAME)\n"
+		"  --region NAME        region to report and enforce (default us-east-1, any accepted)\n"
+		"  --workers N          request worker threads (default 64)\n"
+		"  --no-fsync           do not sync before acknowledging writes (benchmarks ONLY:\n"
+		"                       acknowledged writes can be lost on power failure)\n"
+		"  --quiet              log warnings and errors only\n"
+		"\n"
+		"environment:\n"
+		"  CAIRN_ROOT_USER, CAIRN_ROOT_PASSWORD  root credentials (also MINIO_ROOT_USER,\n"
+		"                                       MINIO_ROOT_PASSWORD); default minioadmin\n");
+}
+
+static const char *env2(const char *a, const char *b)
+{
+	const char *v = getenv(a);
+	if (v && v[0])
+		return v;
+	v = getenv(b);
+	return v && v[0] ? v : NULL;
+}
+
+int cn_cli_server(int argc, char **argv)
+{
+	const char *address = ":9000", *domain = NULL, *region = NULL;
+	int workers = 0;
+	bool durable = true;
+	const char *args[64];
+	size_t nargs = 0;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		const char *val = (i + 1 < argc) ? argv[i + 1] : NULL;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			server_usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--address") && val) {
+			address = val;
+			i++;
+		} else if (!strcmp(a, "--domain") && val) {
+			domain = val;
+			i++;
+		} else if (!strcmp(a, "--region") && val) {
+			region = val;
+			i++;
+		} else if (!strcmp(a, "--workers") && val) {
+			workers = atoi(val);
+			if (workers < 1 || workers > 4096) {
+				fprintf(stderr, "cairn server: --workers must be 1..4096\n");
+				return 2;
+			}
+			i++;
+		} else if (!strcmp(a, "--no-fsync")) {
+			durable = false;
+		} else if (!strcmp(a, "--quiet")) {
+			cn_log_min = CN_LOG_WARN;
+		} else if (a[0] == '-' && a[1] == '-') {
+			fprintf(stderr, "cairn server: unknown or incomplete option '%s' (see cairn server --help)\n", a);
+			return 2;
+		} else if (nargs < 64) {
+			args[nargs++] = a;
+		}
+	}
+	if (nargs == 0) {
+		fprintf(stderr, "cairn server: which folder should I serve? e.g. cairn server ./data\n");
+		return 2;
+	}
+	/* Expand ellipses; every argument is one pool. */
+	char *drives[1024];
+	size_t ndrives = 0;
+	for (size_t i = 0; i < nargs; i++) {
+		char **l;
+		size_t n;
+		cn_err e = cn_cluster_expand(args[i], &l, &n);
+		if (e) {
+			fprintf(stderr, "cairn server: cannot expand '%s': %s\n", args[i], cn_err_str(e));
+			return 2;
+		}
+		for (size_t k = 0; k < n && ndrives < 1024; k++)
+			drives[ndrives++] = strdup(l[k]);
+		cn_cluster_free_list(l, n);
+	}
+	/* Listen address. */
+	char host[256] = "0.0.0.0";
+	int port = 9000;
+	const char *colon = strrchr(address, ':');
+	if (!colon) {
+		fprintf(stderr, "cairn server: --address must be HOST:PORT or :PORT, got '%s'\n", address);
+		return 2;
+	}
+	if (colon > address) {
+		size_t hl = (size_t)(colon - address);
+		if (address[0] == '[' && colon[-1] == ']') {
+			address++;
+			hl -= 2;
+		}
+		if (hl >= sizeof host) {
+			fprintf(stderr, "cairn server: host too long in --address\n");
+			return 2;
+		}
+		memcpy(host, address, hl);
+		host[hl] = 0;
+		if (!strcmp(host, "localhost"))
+			strcpy(host, "127.0.0.1");
+	}
+	char *end;
+	long p = strtol(colon + 1, &end, 10);
+	if (*end || p < 0 || p > 65535) {
+		fprintf(stderr, "cairn server: bad port in --address '%s'\n", address);
+		return 2;
+	}
+	port = (int)p;
+
+	const char *user = env2("CAIRN_ROOT_USER", "MINIO_ROOT_USER");
+	const char *pass = env2("CAIRN_ROOT_PASSWORD", "MINIO_ROOT_PASSWORD");
+	const char *cred_src = getenv("CAIRN_ROOT_USER") ? "CAIRN_ROOT_USER/CAIRN_ROOT_PASSWORD"
+	                                                 : "MINIO_ROOT_USER/MINIO_ROOT_PASSWORD";
+	if (!user || !pass) {
+		user = "minioadmin";
+		pass = "minioadmin";
+		cred_src = "built-in default";
+		fprintf(stderr,
+			"\n"
+			"WARNING: no credentials set: using the DEFAULT root credentials minioadmin:minioadmin.\n"
+			"WARNING: anyone who can reach this port can read and write everything.\n"
+			"WARNING: set CAIRN_ROOT_USER and CAIRN_ROOT_PASSWORD before exposing this server.\n\n");
+	} else if (strlen(user) < 3 || strlen(pass) < 8) {
+		fprintf(stderr, "cairn server: the root user needs at least 3 characters and the password at least 8\n");
+		return 2;
+	}
+	if (!durable)
+		fprintf(stderr, "WARNING: --no-fsync: writes are acknowledged before they are on stable "
+		                "storage; a crash or power loss can lose acknowledged objects.\n");
+
+	cn_obj_config oc = { .durable = durable, .inline_max = 128 * 1024 };
+	cn_obj_store *store = NULL;
+	cn_err e = cn_obj_store_open((const char *const *)drives, ndrives, &oc, &store);
+	if (e) {
+		fprintf(stderr, "cairn server: cannot open storage at %s%s: %s\n", drives[0],
+		        ndrives > 1 ? " ..." : "", cn_err_str(e));
+		if (e == CN_ERR_UNSUPPORTED)
+			fprintf(stderr, "cairn server: this build serves one drive folder; erasure-coded "
+			                "multi-drive sets are not implemented yet\n");
+		return 1;
+	}
+	cn_s3_config sc = {
+		.store = store,
+		.access_key = user,
+		.secret_key = pass,
+		.region = region ? region : "us-east-1",
+		.domain = domain,
+		.enforce_region = region != NULL,
+	};
+	cn_s3_server *s3 = NULL;
+	if ((e = cn_s3_new(&sc, &s3))) {
+		fprintf(stderr, "cairn server: %s\n", cn_err_str(e));
+		return 1;
+	}
+	cn_net_config nc = { .host = host, .port = port, .workers = workers, .max_head = 32 * 1024 };
+	cn_net *net = NULL;
+	if ((e = cn_net_new(&nc, serve, s3, &net))) {
+		fprintf(stderr, "cairn server: cannot listen on %s:%d (see the log line above)\n", host, port);
+		return 1;
+	}
+	g_net = net;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	cn_s3_set_ready(s3, true);
+
+	const char *shown = strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : host;
+	int bport = cn_net_port(net);
+	fprintf(stderr,
+		"cairn: serving S3 from %s\n"
+		"  API:         http://%s:%d  (listening on %s:%d)\n"
+		"  Credentials: %s (access key %s)\n"
+		"  Durability:  %s\n"
+		"  Try:         AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=<password> aws --endpoint-url http://%s:%d s3 ls\n",
+		drives[0], shown, bport, host, bport, cred_src, user,
+		durable ? "fsync before every acknowledgement (group commit)" : "OFF (--no-fsync)",
+		user, shown, bport);
+	fflush(stderr);
+	e = cn_net_run(net, 25000);
+	cn_log(CN_LOG_INFO, NULL, "shutting down%s", e ? " (some requests did not finish in time)" : "");
+	cn_net_free(net);
+	cn_s3_free(s3);
+	cn_obj_store_close(store);
+	for (size_t i = 0; i < ndrives; i++)
+		free(drives[i]);
+	return e ? 1 : 0;
+}

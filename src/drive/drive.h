@@ -1,0 +1,134 @@
+/* drive: the drive API (DESIGN.md §3) — everything the erasure layer may ask of one drive,
+ * behind a vtable so that the local implementation (files under a mounted folder, local.c),
+ * a remote one (RPC to the node owning the drive) and a fault-injecting one share one shape.
+ * The erasure layer never touches a filesystem; it sees drives only through these calls.
+ *
+ * Names: a "vol" is a bucket folder name (S3 bucket rules, never starts with '.'); a "key"
+ * is an object key (1..1024 bytes of UTF-8, already checked by the object layer); the drive
+ * maps keys to its own layout (docs/FORMAT.md) and refuses keys it cannot store with
+ * CN_ERR_BAD_KEY. Metadata records are opaque bytes here: the erasure layer encodes them.
+ * A "tmp id" names a folder of the drive's tmp area holding one write in progress; a
+ * "data id" names the folder holding one version's shard files (e.g. "%d.<uuid>").
+ *
+ * Errors: CN_ERR_NO_BUCKET (vol missing), CN_ERR_NO_KEY (record or data missing),
+ * CN_ERR_NOSPACE, CN_ERR_IO (logged with path and action), CN_ERR_CORRUPT, CN_ERR_OFFLINE,
+ * CN_ERR_BAD_KEY. Thread rules: every call may block; all are safe concurrently, except
+ * that calls on one cn_drive_file / cn_drive_rfile come from one thread at a time. */
+#ifndef CN_DRIVE_H
+#define CN_DRIVE_H
+
+#include "util/util.h"
+
+#define CN_DRIVE_ID_MAX 48     /* tmp ids and data ids: at most this many bytes + NUL */
+
+typedef struct cn_drive cn_drive;
+typedef struct cn_drive_file cn_drive_file;   /* a shard file being written in tmp */
+typedef struct cn_drive_rfile cn_drive_rfile; /* an open shard file for reading */
+
+typedef struct cn_drive_info {
+	uint64_t total, free, used; /* bytes */
+	bool online;
+} cn_drive_info;
+
+typedef struct cn_drive_vol {
+	char name[64];
+	int64_t created_ms;
+} cn_drive_vol;
+
+/* Walk callback: key (NUL-terminated, keylen bytes) is an object when is_prefix is false
+ * (rec/reclen = its raw metadata record, valid only during the call) or a common prefix
+ * ending in '/' when is_prefix is true (rec NULL). Returning anything but CN_OK stops the
+ * walk, and the walk returns that value. */
+typedef cn_err (*cn_drive_walk_fn)(void *ctx, const char *key, size_t keylen, bool is_prefix,
+                                   const void *rec, size_t reclen);
+
+typedef struct cn_drive_ops {
+	void (*close)(cn_drive *d);
+	cn_err (*info)(cn_drive *d, cn_drive_info *out);
+
+	/* Small system files under the drive's system area (format, bucket config). name is
+	 * a relative path of [a-z0-9._/-] chosen by cairn. write is atomic (tmp + rename)
+	 * but not synced: call sync. read: CN_ERR_NOT_FOUND when absent; at most max bytes
+	 * (CN_ERR_TOO_LARGE beyond). remove: CN_ERR_NOT_FOUND when absent. */
+	cn_err (*read_sys)(cn_drive *d, const char *name, size_t max, cn_buf *out);
+	cn_err (*write_sys)(cn_drive *d, const char *name, const void *p, size_t len);
+	cn_err (*remove_sys)(cn_drive *d, const char *name);
+
+	/* Volumes. make: CN_ERR_BUCKET_EXISTS. delete: refuses with CN_ERR_BUCKET_NOT_EMPTY
+	 * when any object record exists below it (empty folders do not count); otherwise the
+	 * folder disappears atomically and its leftovers are removed. list: every vol,
+	 * unsorted, *out malloc'd. */
+	cn_err (*make_vol)(cn_drive *d, const char *vol);
+	cn_err (*stat_vol)(cn_drive *d, const char *vol, int64_t *mtime_ms);
+	cn_err (*delete_vol)(cn_drive *d, const char *vol);
+	cn_err (*list_vols)(cn_drive *d, cn_drive_vol **out, size_t *n);
+
+	/* Writing: create_file makes tmp/<tmp_id>/<data_id>/<name> (folders as needed);
+	 * write appends; close(keep=true) closes it, close(keep=false) discards it.
+	 * abort_tmp removes the whole tmp/<tmp_id> (ignores a missing one). */
+	cn_err (*create_file)(cn_drive *d, const char *tmp_id, const char *data_id,
+	                      const char *name, cn_drive_file **out);
+	cn_err (*file_write)(cn_drive_file *f, const void *p, size_t len);
+	cn_err (*file_close)(cn_drive_file *f, bool keep);
+	void (*abort_tmp)(cn_drive *d, const char *tmp_id);
+
+	/* The commit step: makes the key's folder (retrying when a concurrent delete removes
+	 * a parent), moves tmp/<tmp_id>/<data_id> into it (data_id NULL: inline version, no
+	 * folder), writes rec to a tmp file and renames it over the key's record, so readers
+	 * see the old record or the new one. Removes tmp/<tmp_id>. Not synced: call sync.
+	 * The previous version's data folder stays: remove it with delete_data. */
+	cn_err (*rename_data)(cn_drive *d, const char *tmp_id, const char *data_id,
+	                      const char *vol, const char *key, const void *rec, size_t reclen);
+
+	/* Records. read_meta: CN_ERR_NO_KEY when absent, at most max bytes. delete_meta
+	 * unlinks the record (CN_ERR_NO_KEY when absent). */
+	cn_err (*read_meta)(cn_drive *d, const char *vol, const char *key, size_t max, cn_buf *out);
+	cn_err (*delete_meta)(cn_drive *d, const char *vol, const char *key);
+	/* Removes the key's data folder data_id (when not NULL), then the key's folder and
+	 * its parents up to the vol when they are empty (a concurrent writer wins: non-empty
+	 * folders stay). Missing things are not errors. */
+	cn_err (*delete_data)(cn_drive *d, const char *vol, const char *key, const char *data_id);
+
+	/* Reading a shard file: CN_ERR_NO_KEY when the data folder is gone (the version was
+	 * replaced; re-read the record). read: fills up to len bytes at off, *got < len only
+	 * at end of file. fd: a plain file descriptor for zero-copy sends, or -1. */
+	cn_err (*open_data)(cn_drive *d, const char *vol, const char *key, const char *data_id,
+	                    const char *name, cn_drive_rfile **out);
+	cn_err (*rfile_read)(cn_drive_rfile *f, int64_t off, void *buf, size_t len, size_t *got);
+	int (*rfile_fd)(cn_drive_rfile *f);
+	int64_t (*rfile_size)(cn_drive_rfile *f);
+	void (*rfile_close)(cn_drive_rfile *f);
+
+	/* Walks the vol's keys that start with prefix and sort strictly after `after` (NULL
+	 * for all) in binary key order, calling fn for each object. With slash_delim, a key
+	 * holding '/' after the prefix is reported once as the common prefix up to and
+	 * including that '/' (is_prefix), and its subtree is not walked. */
+	cn_err (*walk)(cn_drive *d, const char *vol, const char *prefix, const char *after,
+	               bool slash_delim, cn_drive_walk_fn fn, void *ctx);
+
+	/* Durability barrier: returns once everything this drive acknowledged before the call
+	 * (file data, records, folder entries) is on stable storage. Group commit: concurrent
+	 * callers share one flush. */
+	cn_err (*sync)(cn_drive *d);
+} cn_drive_ops;
+
+struct cn_drive {
+	const cn_drive_ops *ops;
+	char endpoint[256];     /* for logs: the path or URL */
+};
+
+/* Local drive over the folder `path` (created if missing). Creates .cairn.sys/ and its
+ * tmp area, and empties tmp (crash garbage). durable=false makes sync a no-op. */
+cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out);
+
+/* Statistics of the local drive's group commit (for benchmarks). */
+void cn_drive_local_sync_stats(cn_drive *d, uint64_t *barriers, uint64_t *flushes);
+
+/* Convenience wrappers: d->ops->x(d, ...). */
+static inline void cn_drive_close(cn_drive *d) { if (d) d->ops->close(d); }
+static inline cn_err cn_drive_sync(cn_drive *d) { return d->ops->sync(d); }
+
+/* Random 128-bit identifier as 32 lowercase hex chars + NUL. */
+void cn_drive_random_id(char out[33]);
+
+#endif

@@ -1,0 +1,1154 @@
+/* drive/local: the drive API (drive.h) over a folder of a mounted filesystem. Layout and
+ * key escaping are documented in docs/FORMAT.md §2-3: bucket folders at the root, one
+ * folder per key component (escaped when it is "", ".", ".." or starts with '%'), the
+ * record "%meta" and data folders "%d.<id>" inside the key's folder, and .cairn.sys/
+ * (format, bucket files, tmp/) beside the buckets. Every path is resolved relative to the
+ * drive's root fd, so a long drive path does not eat into PATH_MAX.
+ *
+ * Durability (DESIGN.md §4) is a group commit per drive: after its renames a request calls
+ * sync(); one leader runs syncfs(root_fd), which on ext4/xfs commits file data, inodes and
+ * directory entries of the whole filesystem; the others wait on a condition variable.
+ * Invariants:
+ *  S1. started/completed count flushes; only one flush runs at a time.
+ *  S2. A caller needs a flush that STARTED after it entered sync() (its renames are
+ *      complete then), i.e. generation target = started + 1 read under the mutex; it
+ *      returns once completed >= target.
+ *  S3. A failed flush marks failed_gen; every caller whose target <= failed_gen fails
+ *      (conservative: it may blame a caller whose own flush succeeded).
+ * Measured (tests/unit/object/bench_put.c, 2-core VM, ext4 on virtio, 4 KiB puts, 32
+ * threads, 3 s): see the numbers in bench_put.c's header comment. */
+#include "drive/drive.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#define SYS_DIR ".cairn.sys"
+#define TMP_DIR ".cairn.sys/tmp"
+#define REC_NAME "%meta"
+#define WALK_REC_MAX (64u << 20)
+#define PATH_CAP 4096
+
+typedef struct local_drive {
+	cn_drive base;
+	int root_fd;
+	bool durable;
+	pthread_mutex_t sync_mu;
+	pthread_cond_t sync_cv;
+	uint64_t started, completed, failed_gen; /* S1-S3 */
+	bool running;
+	uint64_t barriers, flushes;
+} local_drive;
+
+struct cn_drive_file {
+	local_drive *d;
+	int fd;
+	char path[256];
+};
+
+struct cn_drive_rfile {
+	int fd;
+	int64_t size;
+};
+
+static local_drive *L(cn_drive *d) { return (local_drive *)d; }
+
+void cn_drive_random_id(char out[33])
+{
+	unsigned char r[16];
+	size_t got = 0;
+	while (got < sizeof r) {
+		ssize_t n = getrandom(r + got, sizeof r - got, 0);
+		if (n > 0)
+			got += (size_t)n;
+		else
+			CN_ASSERT(errno == EINTR);
+	}
+	cn_hex_encode(r, sizeof r, out);
+}
+
+/* Maps errno of a failed action on path to cn_err, logging the unexpected ones. */
+static cn_err map_errno(local_drive *d, int e, const char *action, const char *path)
+{
+	switch (e) {
+	case ENOSPC:
+	case EDQUOT:
+		cn_log(CN_LOG_WARN, NULL, "drive %s: %s %s: no space", d->base.endpoint, action, path);
+		return CN_ERR_NOSPACE;
+	case ENOMEM:
+		return CN_ERR_NOMEM;
+	case ENAMETOOLONG:
+		return CN_ERR_BAD_KEY;
+	default:
+		cn_log(CN_LOG_ERROR, NULL, "drive %s: %s %s: %s", d->base.endpoint, action, path,
+		       strerror(e));
+		return CN_ERR_IO;
+	}
+}
+
+/* --- names ------------------------------------------------------------------------- */
+
+static bool vol_ok(const char *vol)
+{
+	size_t n = strlen(vol);
+	return n > 0 && n < 64 && vol[0] != '.' && !strchr(vol, '/');
+}
+
+static bool id_ok(const char *id)
+{
+	size_t n = strlen(id);
+	if (n == 0 || n > CN_DRIVE_ID_MAX || id[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (id[i] == '/')
+			return false;
+	return true;
+}
+
+/* Appends the on-disk name of one key component (FORMAT.md §3). */
+static cn_err put_component(cn_buf *b, const char *c, size_t len)
+{
+	bool esc = len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.') ||
+	           c[0] == '%';
+	if (len + (esc ? 2 : 0) > 255)
+		return CN_ERR_BAD_KEY;
+	if (esc && cn_buf_append(b, "%=", 2))
+		return CN_ERR_NOMEM;
+	return cn_buf_append(b, c, len);
+}
+
+/* "vol/<escaped components of key>" into b (reset first). */
+static cn_err key_path(cn_buf *b, const char *vol, const char *key)
+{
+	b->len = 0;
+	if (!vol_ok(vol))
+		return CN_ERR_NO_BUCKET;
+	size_t klen = strlen(key);
+	if (klen == 0 || klen > 1024)
+		return CN_ERR_BAD_KEY;
+	cn_err e = cn_buf_puts(b, vol);
+	const char *p = key, *end = key + klen;
+	while (!e) {
+		const char *slash = memchr(p, '/', (size_t)(end - p));
+		size_t n = slash ? (size_t)(slash - p) : (size_t)(end - p);
+		e = cn_buf_append(b, "/", 1);
+		if (!e)
+			e = put_component(b, p, n);
+		if (!slash)
+			break;
+		p = slash + 1;
+	}
+	if (!e && b->len + 64 >= PATH_CAP)
+		e = CN_ERR_BAD_KEY;
+	return e;
+}
+
+/* Decodes an on-disk entry name into a key component; false for reserved names. */
+static bool decode_component(const char *name, const char **c)
+{
+	if (name[0] == '%') {
+		if (name[1] != '=')
+			return false;
+		*c = name + 2;
+		return true;
+	}
+	if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0)))
+		return false;
+	*c = name;
+	return true;
+}
+
+/* --- file helpers ------------------------------------------------------------------ */
+
+static cn_err write_all(local_drive *d, int fd, const void *p, size_t len, const char *path)
+{
+	const char *c = p;
+	while (len > 0) {
+		ssize_t n = write(fd, c, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return map_errno(d, errno, "writing", path);
+		}
+		c += n;
+		len -= (size_t)n;
+	}
+	return CN_OK;
+}
+
+/* Reads the whole file at path into out (at most max bytes). ENOENT/ENOTDIR -> notfound. */
+static cn_err read_file_at(local_drive *d, const char *path, size_t max, cn_buf *out,
+                           cn_err notfound)
+{
+	out->len = 0;
+	int fd = openat(d->root_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return notfound;
+		return map_errno(d, errno, "opening", path);
+	}
+	cn_err e = CN_OK;
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		e = map_errno(d, errno, "stat", path);
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		e = CN_ERR_CORRUPT;
+		goto out;
+	}
+	if ((uint64_t)st.st_size > max) {
+		e = CN_ERR_TOO_LARGE;
+		goto out;
+	}
+	if ((e = cn_buf_reserve(out, (size_t)st.st_size + 1)))
+		goto out;
+	for (;;) {
+		if (out->len == max + 1 || cn_buf_reserve(out, 4096)) {
+			e = out->len > max ? CN_ERR_TOO_LARGE : CN_ERR_NOMEM;
+			goto out;
+		}
+		size_t room = out->cap - out->len - 1;
+		if (room > max + 1 - out->len)
+			room = max + 1 - out->len;
+		ssize_t n = read(fd, out->p + out->len, room);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			e = map_errno(d, errno, "reading", path);
+			goto out;
+		}
+		if (n == 0)
+			break;
+		out->len += (size_t)n;
+	}
+	if (out->len > max)
+		e = CN_ERR_TOO_LARGE;
+	else
+		out->p[out->len] = 0;
+out:
+	close(fd);
+	return e;
+}
+
+/* Writes a new file at path (truncating). */
+static cn_err write_file_at(local_drive *d, const char *path, const void *p, size_t len)
+{
+	int fd = openat(d->root_fd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return map_errno(d, errno, "creating", path);
+	cn_err e = write_all(d, fd, p, len, path);
+	if (close(fd) < 0 && !e)
+		e = map_errno(d, errno, "closing", path);
+	return e;
+}
+
+/* Reads the names in folder path (excluding "." and ".."); *names malloc'd array of
+ * malloc'd strings; is_dir[i] tells folders (may be NULL). */
+static cn_err list_dir(local_drive *d, const char *path, char ***names, bool **is_dir, size_t *n)
+{
+	*names = NULL;
+	if (is_dir)
+		*is_dir = NULL;
+	*n = 0;
+	int fd = openat(d->root_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return CN_ERR_NOT_FOUND;
+		return map_errno(d, errno, "opening folder", path);
+	}
+	DIR *dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return CN_ERR_NOMEM;
+	}
+	size_t cap = 0;
+	cn_err e = CN_OK;
+	struct dirent *de;
+	errno = 0;
+	while ((de = readdir(dir))) {
+		const char *nm = de->d_name;
+		if (nm[0] == '.' && (nm[1] == 0 || (nm[1] == '.' && nm[2] == 0)))
+			continue;
+		if (*n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			char **nn = realloc(*names, nc * sizeof *nn);
+			if (!nn) {
+				e = CN_ERR_NOMEM;
+				break;
+			}
+			*names = nn;
+			if (is_dir) {
+				bool *nd = realloc(*is_dir, nc * sizeof *nd);
+				if (!nd) {
+					e = CN_ERR_NOMEM;
+					break;
+				}
+				*is_dir = nd;
+			}
+			cap = nc;
+		}
+		char *cp = strdup(nm);
+		if (!cp) {
+			e = CN_ERR_NOMEM;
+			break;
+		}
+		if (is_dir) {
+			bool isd = de->d_type == DT_DIR;
+			if (de->d_type == DT_UNKNOWN) {
+				struct stat st;
+				isd = fstatat(dirfd(dir), nm, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+				      S_ISDIR(st.st_mode);
+			}
+			(*is_dir)[*n] = isd;
+		}
+		(*names)[(*n)++] = cp;
+		errno = 0;
+	}
+	if (!e && errno)
+		e = map_errno(d, errno, "reading folder", path);
+	closedir(dir);
+	return e;
+}
+
+static void free_names(char **names, bool *is_dir, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(is_dir);
+}
+
+/* rm -rf path (relative to root). Holds no fd across recursion, so depth is bounded only
+ * by PATH_CAP. Missing path is fine. */
+static cn_err remove_tree(local_drive *d, char *path, size_t len, size_t cap)
+{
+	if (unlinkat(d->root_fd, path, 0) == 0 || errno == ENOENT)
+		return CN_OK;
+	if (errno != EISDIR && errno != EPERM)
+		return map_errno(d, errno, "removing", path);
+	char **names;
+	size_t n;
+	cn_err e = list_dir(d, path, &names, NULL, &n);
+	if (e == CN_ERR_NOT_FOUND)
+		return CN_OK;
+	if (e)
+		return e;
+	for (size_t i = 0; i < n && !e; i++) {
+		size_t nl = strlen(names[i]);
+		if (len + 1 + nl + 1 > cap) {
+			e = CN_ERR_TOO_LARGE;
+			break;
+		}
+		path[len] = '/';
+		memcpy(path + len + 1, names[i], nl + 1);
+		e = remove_tree(d, path, len + 1 + nl, cap);
+		path[len] = 0;
+	}
+	free_names(names, NULL, n);
+	if (!e && unlinkat(d->root_fd, path, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		e = map_errno(d, errno, "removing folder", path);
+	return e;
+}
+
+static cn_err remove_path(local_drive *d, const char *p)
+{
+	char path[PATH_CAP];
+	size_t len = strlen(p);
+	if (len >= sizeof path)
+		return CN_ERR_TOO_LARGE;
+	memcpy(path, p, len + 1);
+	return remove_tree(d, path, len, sizeof path);
+}
+
+/* True when the folder path (a key folder or a vol) holds an object record anywhere
+ * below it (not counting path/%meta itself). */
+static cn_err has_object_below(local_drive *d, char *path, size_t len, bool *found)
+{
+	char **names;
+	bool *isdir;
+	size_t n;
+	*found = false;
+	cn_err e = list_dir(d, path, &names, &isdir, &n);
+	if (e == CN_ERR_NOT_FOUND)
+		return CN_OK;
+	if (e)
+		return e;
+	for (size_t i = 0; i < n && !e && !*found; i++) {
+		const char *c;
+		if (!isdir[i] || !decode_component(names[i], &c))
+			continue;
+		size_t nl = strlen(names[i]);
+		if (len + 1 + nl + sizeof(REC_NAME) + 1 > PATH_CAP)
+			continue;
+		path[len] = '/';
+		memcpy(path + len + 1, names[i], nl);
+		memcpy(path + len + 1 + nl, "/" REC_NAME, sizeof("/" REC_NAME));
+		struct stat st;
+		if (fstatat(d->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			*found = true;
+		} else {
+			path[len + 1 + nl] = 0;
+			e = has_object_below(d, path, len + 1 + nl, found);
+		}
+		path[len] = 0;
+	}
+	free_names(names, isdir, n);
+	return e;
+}
+
+/* --- ops: info, sys files, vols ---------------------------------------------------- */
+
+static cn_err local_info(cn_drive *dd, cn_drive_info *out)
+{
+	local_drive *d = L(dd);
+	struct statvfs sv;
+	memset(out, 0, sizeof *out);
+	if (fstatvfs(d->root_fd, &sv) < 0)
+		return map_errno(d, errno, "statvfs", ".");
+	out->total = (uint64_t)sv.f_blocks * sv.f_frsize;
+	out->free = (uint64_t)sv.f_bavail * sv.f_frsize;
+	out->used = out->total - (uint64_t)sv.f_bfree * sv.f_frsize;
+	out->online = true;
+	return CN_OK;
+}
+
+static bool sys_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > 200 || name[0] == '.' || name[0] == '/')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == '-' || c == '/'))
+			return false;
+		if (c == '/' && name[i + 1] == '.')
+			return false;
+	}
+	return strncmp(name, "tmp", 3) != 0 || (name[3] != '/' && name[3] != 0);
+}
+
+static cn_err local_read_sys(cn_drive *dd, const char *name, size_t max, cn_buf *out)
+{
+	char path[PATH_CAP];
+	if (!sys_name_ok(name))
+		return CN_ERR_INVALID;
+	snprintf(path, sizeof path, SYS_DIR "/%s", name);
+	return read_file_at(L(dd), path, max, out, CN_ERR_NOT_FOUND);
+}
+
+static cn_err local_write_sys(cn_drive *dd, const char *name, const void *p, size_t len)
+{
+	local_drive *d = L(dd);
+	char path[PATH_CAP], tmp[128], id[33];
+	if (!sys_name_ok(name))
+		return CN_ERR_INVALID;
+	snprintf(path, sizeof path, SYS_DIR "/%s", name);
+	cn_drive_random_id(id);
+	snprintf(tmp, sizeof tmp, TMP_DIR "/%s.sys", id);
+	cn_err e = write_file_at(d, tmp, p, len);
+	if (e)
+		goto fail;
+	for (int tries = 0;; tries++) {
+		if (renameat(d->root_fd, tmp, d->root_fd, path) == 0)
+			return CN_OK;
+		if (errno != ENOENT || tries > 0) {
+			e = map_errno(d, errno, "renaming into", path);
+			goto fail;
+		}
+		/* create the parent folder (one level, e.g. "buckets") */
+		char *slash = strrchr(path, '/');
+		*slash = 0;
+		if (mkdirat(d->root_fd, path, 0755) < 0 && errno != EEXIST) {
+			e = map_errno(d, errno, "creating folder", path);
+			goto fail;
+		}
+		*slash = '/';
+	}
+fail:
+	unlinkat(d->root_fd, tmp, 0);
+	return e;
+}
+
+static cn_err local_remove_sys(cn_drive *dd, const char *name)
+{
+	local_drive *d = L(dd);
+	char path[PATH_CAP];
+	if (!sys_name_ok(name))
+		return CN_ERR_INVALID;
+	snprintf(path, sizeof path, SYS_DIR "/%s", name);
+	if (unlinkat(d->root_fd, path, 0) == 0)
+		return CN_OK;
+	if (errno == ENOENT)
+		return CN_ERR_NOT_FOUND;
+	return map_errno(d, errno, "removing", path);
+}
+
+static cn_err local_make_vol(cn_drive *dd, const char *vol)
+{
+	local_drive *d = L(dd);
+	if (!vol_ok(vol))
+		return CN_ERR_BAD_BUCKET_NAME;
+	if (mkdirat(d->root_fd, vol, 0755) == 0)
+		return CN_OK;
+	if (errno == EEXIST)
+		return CN_ERR_BUCKET_EXISTS;
+	return map_errno(d, errno, "creating bucket folder", vol);
+}
+
+static cn_err local_stat_vol(cn_drive *dd, const char *vol, int64_t *mtime_ms)
+{
+	local_drive *d = L(dd);
+	struct stat st;
+	if (!vol_ok(vol))
+		return CN_ERR_NO_BUCKET;
+	if (fstatat(d->root_fd, vol, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return CN_ERR_NO_BUCKET;
+		return map_errno(d, errno, "stat", vol);
+	}
+	if (!S_ISDIR(st.st_mode))
+		return CN_ERR_NO_BUCKET;
+	if (mtime_ms)
+		*mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+	return CN_OK;
+}
+
+static cn_err local_delete_vol(cn_drive *dd, const char *vol)
+{
+	local_drive *d = L(dd);
+	char path[PATH_CAP];
+	cn_err e = local_stat_vol(dd, vol, NULL);
+	if (e)
+		return e;
+	bool found;
+	snprintf(path, sizeof path, "%s", vol);
+	if ((e = has_object_below(d, path, strlen(path), &found)))
+		return e;
+	if (found)
+		return CN_ERR_BUCKET_NOT_EMPTY;
+	/* Rename away first: the bucket disappears atomically; leftovers are tmp garbage. */
+	char id[33];
+	cn_drive_random_id(id);
+	snprintf(path, sizeof path, TMP_DIR "/%s.vol", id);
+	if (renameat(d->root_fd, vol, d->root_fd, path) < 0) {
+		if (errno == ENOENT)
+			return CN_ERR_NO_BUCKET;
+		return map_errno(d, errno, "renaming bucket folder", vol);
+	}
+	remove_path(d, path);
+	return CN_OK;
+}
+
+static cn_err local_list_vols(cn_drive *dd, cn_drive_vol **out, size_t *nout)
+{
+	local_drive *d = L(dd);
+	char **names;
+	bool *isdir;
+	size_t n;
+	*out = NULL;
+	*nout = 0;
+	cn_err e = list_dir(d, ".", &names, &isdir, &n);
+	if (e)
+		return e == CN_ERR_NOT_FOUND ? CN_ERR_IO : e;
+	cn_drive_vol *v = calloc(n ? n : 1, sizeof *v);
+	if (!v) {
+		free_names(names, isdir, n);
+		return CN_ERR_NOMEM;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!isdir[i] || !vol_ok(names[i]))
+			continue;
+		int64_t ms = 0;
+		if (local_stat_vol(dd, names[i], &ms))
+			continue;
+		snprintf(v[k].name, sizeof v[k].name, "%s", names[i]);
+		v[k].created_ms = ms;
+		k++;
+	}
+	free_names(names, isdir, n);
+	*out = v;
+	*nout = k;
+	return CN_OK;
+}
+
+/* --- writing ----------------------------------------------------------------------- */
+
+static cn_err local_create_file(cn_drive *dd, const char *tmp_id, const char *data_id,
+                                const char *name, cn_drive_file **out)
+{
+	local_drive *d = L(dd);
+	char path[256];
+	if (!id_ok(tmp_id) || !id_ok(data_id) || !id_ok(name))
+		return CN_ERR_INVALID;
+	snprintf(path, sizeof path, TMP_DIR "/%s", tmp_id);
+	if (mkdirat(d->root_fd, path, 0755) < 0 && errno != EEXIST)
+		return map_errno(d, errno, "creating folder", path);
+	snprintf(path, sizeof path, TMP_DIR "/%s/%s", tmp_id, data_id);
+	if (mkdirat(d->root_fd, path, 0755) < 0 && errno != EEXIST)
+		return map_errno(d, errno, "creating folder", path);
+	snprintf(path, sizeof path, TMP_DIR "/%s/%s/%s", tmp_id, data_id, name);
+	cn_drive_file *f = calloc(1, sizeof *f);
+	if (!f)
+		return CN_ERR_NOMEM;
+	f->fd = openat(d->root_fd, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (f->fd < 0) {
+		cn_err e = map_errno(d, errno, "creating", path);
+		free(f);
+		return e;
+	}
+	f->d = d;
+	snprintf(f->path, sizeof f->path, "%s", path);
+	*out = f;
+	return CN_OK;
+}
+
+static cn_err local_file_write(cn_drive_file *f, const void *p, size_t len)
+{
+	return write_all(f->d, f->fd, p, len, f->path);
+}
+
+static cn_err local_file_close(cn_drive_file *f, bool keep)
+{
+	cn_err e = CN_OK;
+	if (close(f->fd) < 0)
+		e = map_errno(f->d, errno, "closing", f->path);
+	if (!keep || e)
+		unlinkat(f->d->root_fd, f->path, 0);
+	free(f);
+	return e;
+}
+
+static void local_abort_tmp(cn_drive *dd, const char *tmp_id)
+{
+	char path[256];
+	if (!id_ok(tmp_id))
+		return;
+	snprintf(path, sizeof path, TMP_DIR "/%s", tmp_id);
+	remove_path(L(dd), path);
+}
+
+/* mkdir -p of the key folder below the vol (which must exist). */
+static cn_err make_key_dirs(local_drive *d, char *path, size_t vol_len)
+{
+	struct stat st;
+	path[vol_len] = 0;
+	if (fstatat(d->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
+		path[vol_len] = '/';
+		return CN_ERR_NO_BUCKET;
+	}
+	path[vol_len] = '/';
+	for (char *p = path + vol_len + 1;; p++) {
+		if (*p != '/' && *p != 0)
+			continue;
+		char saved = *p;
+		*p = 0;
+		int rc = mkdirat(d->root_fd, path, 0755);
+		int err = errno;
+		*p = saved;
+		if (rc < 0 && err != EEXIST) {
+			if (err == ENOENT)
+				return CN_ERR_NOT_FOUND; /* a parent vanished: caller retries */
+			return map_errno(d, err, "creating folder", path);
+		}
+		if (saved == 0)
+			return CN_OK;
+	}
+}
+
+static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *data_id,
+                                const char *vol, const char *key, const void *rec, size_t reclen)
+{
+	local_drive *d = L(dd);
+	char src[256], recsrc[256], dst[PATH_CAP];
+	cn_buf kp;
+	cn_err e;
+	if (!id_ok(tmp_id) || (data_id && !id_ok(data_id)))
+		return CN_ERR_INVALID;
+	cn_buf_init(&kp);
+	if ((e = key_path(&kp, vol, key)))
+		goto out;
+	size_t vol_len = strlen(vol);
+	snprintf(src, sizeof src, TMP_DIR "/%s", tmp_id);
+	if (mkdirat(d->root_fd, src, 0755) < 0 && errno != EEXIST) {
+		e = map_errno(d, errno, "creating folder", src);
+		goto out;
+	}
+	snprintf(recsrc, sizeof recsrc, TMP_DIR "/%s/" REC_NAME, tmp_id);
+	if ((e = write_file_at(d, recsrc, rec, reclen)))
+		goto out;
+	if (data_id)
+		snprintf(src, sizeof src, TMP_DIR "/%s/%s", tmp_id, data_id);
+	/* A concurrent delete may rmdir our parents between mkdir and rename (it only removes
+	 * empty folders): retry the whole mkdir -p + rename a few times. */
+	bool data_moved = data_id == NULL;
+	for (int tries = 0;; tries++) {
+		if (tries == 8) {
+			e = map_errno(d, ENOENT, "committing", kp.p);
+			goto out;
+		}
+		e = make_key_dirs(d, kp.p, vol_len);
+		if (e == CN_ERR_NOT_FOUND)
+			continue;
+		if (e)
+			goto out;
+		if (!data_moved) {
+			snprintf(dst, sizeof dst, "%s/%s", kp.p, data_id);
+			if (renameat(d->root_fd, src, d->root_fd, dst) < 0) {
+				if (errno == ENOENT)
+					continue;
+				e = map_errno(d, errno, "renaming data into", dst);
+				goto out;
+			}
+			data_moved = true;
+		}
+		snprintf(dst, sizeof dst, "%s/" REC_NAME, kp.p);
+		if (renameat(d->root_fd, recsrc, d->root_fd, dst) < 0) {
+			if (errno == ENOENT)
+				continue;
+			e = map_errno(d, errno, "renaming record into", dst);
+			goto out;
+		}
+		break;
+	}
+out:
+	local_abort_tmp(dd, tmp_id);
+	cn_buf_fini(&kp);
+	return e;
+}
+
+/* --- records and data -------------------------------------------------------------- */
+
+static cn_err local_read_meta(cn_drive *dd, const char *vol, const char *key, size_t max,
+                              cn_buf *out)
+{
+	cn_buf kp;
+	cn_buf_init(&kp);
+	cn_err e = key_path(&kp, vol, key);
+	if (!e)
+		e = cn_buf_puts(&kp, "/" REC_NAME);
+	if (!e)
+		e = read_file_at(L(dd), kp.p, max, out, CN_ERR_NO_KEY);
+	cn_buf_fini(&kp);
+	return e;
+}
+
+static cn_err local_delete_meta(cn_drive *dd, const char *vol, const char *key)
+{
+	local_drive *d = L(dd);
+	cn_buf kp;
+	cn_buf_init(&kp);
+	cn_err e = key_path(&kp, vol, key);
+	if (!e)
+		e = cn_buf_puts(&kp, "/" REC_NAME);
+	if (!e && unlinkat(d->root_fd, kp.p, 0) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			e = CN_ERR_NO_KEY;
+		else
+			e = map_errno(d, errno, "removing record", kp.p);
+	}
+	cn_buf_fini(&kp);
+	return e;
+}
+
+static cn_err local_delete_data(cn_drive *dd, const char *vol, const char *key, const char *data_id)
+{
+	local_drive *d = L(dd);
+	cn_buf kp;
+	cn_err e;
+	if (data_id && !id_ok(data_id))
+		return CN_ERR_INVALID;
+	cn_buf_init(&kp);
+	if ((e = key_path(&kp, vol, key)))
+		goto out;
+	size_t klen = kp.len;
+	if (data_id) {
+		if ((e = cn_buf_printf(&kp, "/%s", data_id)))
+			goto out;
+		if ((e = remove_path(d, kp.p)))
+			goto out;
+		kp.p[klen] = 0;
+		kp.len = klen;
+	}
+	/* rmdir the key folder and its parents while empty; ENOTEMPTY means a concurrent
+	 * writer (or another key) owns it now. */
+	size_t vol_len = strlen(vol);
+	while (kp.len > vol_len) {
+		if (unlinkat(d->root_fd, kp.p, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			break;
+		char *slash = strrchr(kp.p, '/');
+		*slash = 0;
+		kp.len = (size_t)(slash - kp.p);
+	}
+out:
+	cn_buf_fini(&kp);
+	return e;
+}
+
+static cn_err local_open_data(cn_drive *dd, const char *vol, const char *key, const char *data_id,
+                              const char *name, cn_drive_rfile **out)
+{
+	local_drive *d = L(dd);
+	cn_buf kp;
+	cn_err e;
+	if (!id_ok(data_id) || !id_ok(name))
+		return CN_ERR_INVALID;
+	cn_buf_init(&kp);
+	if ((e = key_path(&kp, vol, key)) || (e = cn_buf_printf(&kp, "/%s/%s", data_id, name)))
+		goto out;
+	int fd = openat(d->root_fd, kp.p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		e = (errno == ENOENT || errno == ENOTDIR) ? CN_ERR_NO_KEY
+		                                          : map_errno(d, errno, "opening", kp.p);
+		goto out;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		e = CN_ERR_CORRUPT;
+		goto out;
+	}
+	cn_drive_rfile *f = malloc(sizeof *f);
+	if (!f) {
+		close(fd);
+		e = CN_ERR_NOMEM;
+		goto out;
+	}
+	f->fd = fd;
+	f->size = st.st_size;
+	*out = f;
+out:
+	cn_buf_fini(&kp);
+	return e;
+}
+
+static cn_err local_rfile_read(cn_drive_rfile *f, int64_t off, void *buf, size_t len, size_t *got)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pread(f->fd, (char *)buf + done, len - done, (off_t)(off + (int64_t)done));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			cn_log(CN_LOG_ERROR, NULL, "drive: reading shard fd %d at %lld: %s", f->fd,
+			       (long long)(off + (int64_t)done), strerror(errno));
+			return errno == ENOMEM ? CN_ERR_NOMEM : CN_ERR_IO;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	*got = done;
+	return CN_OK;
+}
+
+static int local_rfile_fd(cn_drive_rfile *f) { return f->fd; }
+static int64_t local_rfile_size(cn_drive_rfile *f) { return f->size; }
+
+static void local_rfile_close(cn_drive_rfile *f)
+{
+	if (f) {
+		close(f->fd);
+		free(f);
+	}
+}
+
+/* --- walk -------------------------------------------------------------------------- */
+
+typedef struct walk_state {
+	local_drive *d;
+	const char *prefix, *after;
+	size_t plen, alen;
+	bool slash;
+	cn_drive_walk_fn fn;
+	void *ctx;
+	cn_buf rec;
+	char path[PATH_CAP];  /* on-disk path of the current folder */
+	char key[2200];       /* decoded key prefix of the current folder */
+} walk_state;
+
+typedef struct vent {
+	const char *comp;     /* decoded component (points into names[]) */
+	size_t clen;
+	const char *disk;     /* on-disk name */
+	bool subtree;         /* false: the object comp; true: the subtree comp + "/" */
+} vent;
+
+/* Compares two virtual entries as key strings: comp (+ "/" when subtree). */
+static int vent_cmp(const void *pa, const void *pb)
+{
+	const vent *a = pa, *b = pb;
+	size_t al = a->clen + a->subtree, bl = b->clen + b->subtree;
+	size_t n = al < bl ? al : bl;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ca = i < a->clen ? (unsigned char)a->comp[i] : '/';
+		unsigned char cb = i < b->clen ? (unsigned char)b->comp[i] : '/';
+		if (ca != cb)
+			return ca < cb ? -1 : 1;
+	}
+	return al < bl ? -1 : al > bl;
+}
+
+static bool starts_with(const char *s, size_t slen, const char *p, size_t plen)
+{
+	return slen >= plen && memcmp(s, p, plen) == 0;
+}
+
+/* Lexicographic byte compare of a[0..al) and b[0..bl). */
+static int bcmp_len(const char *a, size_t al, const char *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+	if (c)
+		return c;
+	return al < bl ? -1 : al > bl;
+}
+
+static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_after)
+{
+	char **names;
+	bool *isdir;
+	size_t n;
+	cn_err e = list_dir(w->d, w->path, &names, &isdir, &n);
+	if (e == CN_ERR_NOT_FOUND)
+		return CN_OK;
+	if (e)
+		return e;
+	vent *v = malloc((n ? n : 1) * 2 * sizeof *v);
+	size_t nv = 0;
+	if (!v) {
+		free_names(names, isdir, n);
+		return CN_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *c;
+		if (!isdir[i] || !decode_component(names[i], &c))
+			continue;
+		size_t cl = strlen(c);
+		v[nv++] = (vent){ c, cl, names[i], false };
+		v[nv++] = (vent){ c, cl, names[i], true };
+	}
+	qsort(v, nv, sizeof *v, vent_cmp);
+	for (size_t i = 0; i < nv && !e; i++) {
+		size_t dl = strlen(v[i].disk);
+		size_t fk = klen + v[i].clen; /* key length of prefix+comp */
+		if (fk + 2 > sizeof w->key || plen_disk + 1 + dl + sizeof("/" REC_NAME) > PATH_CAP)
+			continue;
+		memcpy(w->key + klen, v[i].comp, v[i].clen);
+		w->path[plen_disk] = '/';
+		memcpy(w->path + plen_disk + 1, v[i].disk, dl);
+		size_t pd = plen_disk + 1 + dl;
+		w->path[pd] = 0;
+		if (!v[i].subtree) {
+			w->key[fk] = 0;
+			if (!starts_with(w->key, fk, w->prefix, w->plen))
+				goto next;
+			if (check_after && bcmp_len(w->key, fk, w->after, w->alen) <= 0)
+				goto next;
+			if (w->slash && memchr(w->key + w->plen, '/', fk - w->plen))
+				goto next; /* cannot happen: such keys are rolled up */
+			memcpy(w->path + pd, "/" REC_NAME, sizeof("/" REC_NAME));
+			cn_err re = read_file_at(w->d, w->path, WALK_REC_MAX, &w->rec, CN_ERR_NO_KEY);
+			if (re == CN_ERR_NO_KEY)
+				goto next;
+			if (re) {
+				cn_log(CN_LOG_WARN, NULL, "drive %s: listing: skipping %s: %s",
+				       w->d->base.endpoint, w->path, cn_err_str(re));
+				goto next;
+			}
+			e = w->fn(w->ctx, w->key, fk, false, w->rec.p, w->rec.len);
+		} else {
+			w->key[fk] = '/';
+			size_t sl = fk + 1;
+			w->key[sl] = 0;
+			bool below_prefix = starts_with(w->key, sl, w->prefix, w->plen);
+			bool toward_prefix = starts_with(w->prefix, w->plen, w->key, sl);
+			if (!below_prefix && !toward_prefix)
+				goto next;
+			bool ca = check_after;
+			if (ca && !starts_with(w->after, w->alen, w->key, sl)) {
+				if (bcmp_len(w->key, sl, w->after, w->alen) < 0)
+					goto next; /* every key in it sorts before after */
+				ca = false;    /* every key in it sorts after after */
+			}
+			if (w->slash && below_prefix && sl > w->plen) {
+				/* the common prefix is the subtree name itself */
+				if (check_after && bcmp_len(w->key, sl, w->after, w->alen) <= 0)
+					goto next;
+				bool found;
+				e = has_object_below(w->d, w->path, pd, &found);
+				if (!e && found)
+					e = w->fn(w->ctx, w->key, sl, true, NULL, 0);
+				goto next;
+			}
+			e = walk_dir(w, pd, sl, ca);
+		}
+next:
+		w->path[plen_disk] = 0;
+	}
+	free(v);
+	free_names(names, isdir, n);
+	return e;
+}
+
+static cn_err local_walk(cn_drive *dd, const char *vol, const char *prefix, const char *after,
+                         bool slash_delim, cn_drive_walk_fn fn, void *ctx)
+{
+	cn_err e = local_stat_vol(dd, vol, NULL);
+	if (e)
+		return e;
+	walk_state *w = calloc(1, sizeof *w);
+	if (!w)
+		return CN_ERR_NOMEM;
+	w->d = L(dd);
+	w->prefix = prefix ? prefix : "";
+	w->plen = strlen(w->prefix);
+	w->after = after ? after : "";
+	w->alen = strlen(w->after);
+	w->slash = slash_delim;
+	w->fn = fn;
+	w->ctx = ctx;
+	cn_buf_init(&w->rec);
+	snprintf(w->path, sizeof w->path, "%s", vol);
+	e = walk_dir(w, strlen(w->path), 0, w->alen > 0);
+	cn_buf_fini(&w->rec);
+	free(w);
+	return e;
+}
+
+/* --- sync (group commit, invariants S1-S3) ------------------------------------------ */
+
+static cn_err local_sync(cn_drive *dd)
+{
+	local_drive *d = L(dd);
+	if (!d->durable)
+		return CN_OK;
+	pthread_mutex_lock(&d->sync_mu);
+	d->barriers++;
+	uint64_t target = d->started + 1; /* S2 */
+	while (d->completed < target) {
+		if (d->running) {
+			pthread_cond_wait(&d->sync_cv, &d->sync_mu);
+			continue;
+		}
+		d->running = true;
+		uint64_t gen = ++d->started;
+		pthread_mutex_unlock(&d->sync_mu);
+		int rc = syncfs(d->root_fd);
+		int err = errno;
+		pthread_mutex_lock(&d->sync_mu);
+		d->running = false;
+		d->completed = gen;
+		d->flushes++;
+		if (rc < 0) {
+			d->failed_gen = gen;
+			cn_log(CN_LOG_ERROR, NULL, "drive %s: syncfs: %s", d->base.endpoint, strerror(err));
+		}
+		pthread_cond_broadcast(&d->sync_cv);
+	}
+	cn_err e = d->failed_gen >= target ? CN_ERR_IO : CN_OK; /* S3 */
+	pthread_mutex_unlock(&d->sync_mu);
+	return e;
+}
+
+void cn_drive_local_sync_stats(cn_drive *dd, uint64_t *barriers, uint64_t *flushes)
+{
+	local_drive *d = L(dd);
+	pthread_mutex_lock(&d->sync_mu);
+	*barriers = d->barriers;
+	*flushes = d->flushes;
+	pthread_mutex_unlock(&d->sync_mu);
+}
+
+static void local_close(cn_drive *dd)
+{
+	local_drive *d = L(dd);
+	close(d->root_fd);
+	pthread_mutex_destroy(&d->sync_mu);
+	pthread_cond_destroy(&d->sync_cv);
+	free(d);
+}
+
+static const cn_drive_ops local_ops = {
+	.close = local_close,
+	.info = local_info,
+	.read_sys = local_read_sys,
+	.write_sys = local_write_sys,
+	.remove_sys = local_remove_sys,
+	.make_vol = local_make_vol,
+	.stat_vol = local_stat_vol,
+	.delete_vol = local_delete_vol,
+	.list_vols = local_list_vols,
+	.create_file = local_create_file,
+	.file_write = local_file_write,
+	.file_close = local_file_close,
+	.abort_tmp = local_abort_tmp,
+	.rename_data = local_rename_data,
+	.read_meta = local_read_meta,
+	.delete_meta = local_delete_meta,
+	.delete_data = local_delete_data,
+	.open_data = local_open_data,
+	.rfile_read = local_rfile_read,
+	.rfile_fd = local_rfile_fd,
+	.rfile_size = local_rfile_size,
+	.rfile_close = local_rfile_close,
+	.walk = local_walk,
+	.sync = local_sync,
+};
+
+cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out)
+{
+	if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+		cn_log(CN_LOG_ERROR, NULL, "drive %s: creating folder: %s", path, strerror(errno));
+		return errno == ENOSPC ? CN_ERR_NOSPACE : CN_ERR_OFFLINE;
+	}
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		cn_log(CN_LOG_ERROR, NULL, "drive %s: opening: %s", path, strerror(errno));
+		return CN_ERR_OFFLINE;
+	}
+	local_drive *d = calloc(1, sizeof *d);
+	if (!d) {
+		close(fd);
+		return CN_ERR_NOMEM;
+	}
+	d->base.ops = &local_ops;
+	snprintf(d->base.endpoint, sizeof d->base.endpoint, "%s", path);
+	d->root_fd = fd;
+	d->durable = durable;
+	pthread_mutex_init(&d->sync_mu, NULL);
+	pthread_cond_init(&d->sync_cv, NULL);
+	cn_err e = CN_OK;
+	static const char *const dirs[] = { SYS_DIR, TMP_DIR, SYS_DIR "/buckets" };
+	for (size_t i = 0; i < 3 && !e; i++)
+		if (mkdirat(fd, dirs[i], 0755) < 0 && errno != EEXIST)
+			e = map_errno(d, errno, "creating folder", dirs[i]);
+	if (!e) {
+		/* empty tmp: everything in it is garbage from a crash (FORMAT.md §2) */
+		char **names;
+		size_t n;
+		e = list_dir(d, TMP_DIR, &names, NULL, &n);
+		for (size_t i = 0; i < n && !e; i++) {
+			char p[PATH_CAP];
+			snprintf(p, sizeof p, TMP_DIR "/%s", names[i]);
+			e = remove_path(d, p);
+		}
+		if (n || names)
+			free_names(names, NULL, n);
+	}
+	if (e) {
+		local_close(&d->base);
+		return e;
+	}
+	*out = &d->base;
+	return CN_OK;
+}

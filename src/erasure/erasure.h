@@ -1,0 +1,127 @@
+/* erasure: one erasure set — K data + M parity shards of every object spread over the set's
+ * drives, the per-drive metadata record (its codec, docs/FORMAT.md §4), and quorum over
+ * per-drive results. Today a set is ONE drive with K=1 M=0: data passes straight through
+ * and the quorum is that drive's answer; issue 3 adds ISA-L Reed-Solomon, many drives,
+ * bitrot hashes and heal here without changing this interface's shape. The object layer
+ * calls only this layer; this layer calls only the drive API (drive/drive.h).
+ *
+ * Thread rules: all functions may block and are safe concurrently, except that one
+ * cn_ec_writer / cn_ec_reader is used by one thread at a time. Callers serialize commits
+ * of one key (the object layer's key locks); this layer does not lock. */
+#ifndef CN_ERASURE_H
+#define CN_ERASURE_H
+
+#include "drive/drive.h"
+#include "util/util.h"
+
+#define CN_EC_RECORD_MAX (8u << 20)   /* largest metadata record accepted from disk */
+#define CN_EC_INLINE_CAP (1u << 20)   /* inline data in a record never exceeds this */
+#define CN_EC_BLOCK_SIZE (1u << 20)
+#define CN_EC_MAX_DRIVES 16
+#define CN_EC_MAX_META 1024           /* kv pairs in a record */
+#define CN_EC_MAX_PARTS 10000
+
+typedef struct cn_ec_part {
+	uint32_t number;
+	int64_t size;
+	char etag[72];
+} cn_ec_part;
+
+/* One version's metadata as stored in each drive's record. Strings are NUL-terminated;
+ * meta, parts and inline_data are owned (cn_ec_meta_fini frees). */
+typedef struct cn_ec_meta {
+	int64_t size;
+	int64_t mtime_ms;
+	char etag[72];
+	char storage_class[24];
+	cn_kv *meta;
+	size_t nmeta;
+	/* erasure parameters and distribution */
+	uint8_t k, m;
+	uint32_t block_size;
+	uint8_t index;                 /* this drive's shard index (0-based) */
+	uint8_t ndist;
+	uint8_t dist[CN_EC_MAX_DRIVES]; /* shard order over the set's drives */
+	char data_id[CN_DRIVE_ID_MAX + 1]; /* "" when the data is inline */
+	cn_ec_part *parts;
+	size_t nparts;
+	unsigned char *inline_data;    /* this drive's shard bytes when inline */
+	size_t inline_len;
+	bool has_inline;
+} cn_ec_meta;
+
+void cn_ec_meta_init(cn_ec_meta *m);
+void cn_ec_meta_fini(cn_ec_meta *m);
+/* Encodes m as a record (FORMAT.md §4) appended to out. */
+cn_err cn_ec_meta_encode(const cn_ec_meta *m, cn_buf *out);
+/* Decodes a record; CN_ERR_CORRUPT for anything malformed (bad magic, version, length,
+ * checksum, field). skip_inline leaves inline_data NULL (listing). Never reads outside
+ * p[0..len). On error m is left initialized and empty. */
+cn_err cn_ec_meta_decode(const void *p, size_t len, bool skip_inline, cn_ec_meta *m);
+
+/* --- the set -------------------------------------------------------------------------- */
+typedef struct cn_ec_set cn_ec_set;
+
+/* Takes ownership of the drives (closed by cn_ec_set_free). Today ndrives must be 1 and
+ * k=1, m=0 (CN_ERR_UNSUPPORTED otherwise). */
+cn_err cn_ec_set_new(cn_drive **drives, size_t ndrives, int k, int m, cn_ec_set **out);
+void cn_ec_set_free(cn_ec_set *s);
+size_t cn_ec_set_ndrives(const cn_ec_set *s);
+bool cn_ec_set_online(cn_ec_set *s);
+
+/* System files: per drive (format differs per drive) or on all drives (bucket files). */
+cn_err cn_ec_read_sys(cn_ec_set *s, size_t drive, const char *name, size_t max, cn_buf *out);
+cn_err cn_ec_write_sys(cn_ec_set *s, size_t drive, const char *name, const void *p, size_t len);
+cn_err cn_ec_write_sys_all(cn_ec_set *s, const char *name, const void *p, size_t len);
+cn_err cn_ec_remove_sys_all(cn_ec_set *s, const char *name);
+
+/* Volumes (bucket folders) on every drive of the set, reduced by quorum. */
+cn_err cn_ec_make_vol(cn_ec_set *s, const char *vol);
+cn_err cn_ec_stat_vol(cn_ec_set *s, const char *vol, int64_t *mtime_ms);
+cn_err cn_ec_delete_vol(cn_ec_set *s, const char *vol);
+cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n);
+
+/* Writing a version: new writer (fresh tmp id and data id), write the object's bytes in
+ * order, then commit or abort. commit fills m's erasure fields and data_id, encodes one
+ * record per drive and renames into place (not synced: call cn_ec_sync). For an inline
+ * version (m->has_inline) use cn_ec_commit_inline: no writer, no data folder. */
+typedef struct cn_ec_writer cn_ec_writer;
+cn_err cn_ec_writer_new(cn_ec_set *s, cn_ec_writer **out);
+cn_err cn_ec_writer_write(cn_ec_writer *w, const void *p, size_t len);
+cn_err cn_ec_writer_commit(cn_ec_writer *w, const char *vol, const char *key, cn_ec_meta *m);
+void cn_ec_writer_abort(cn_ec_writer *w); /* also frees a committed writer */
+cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m);
+
+/* Durability barrier on every drive of the set (group commit inside each drive). */
+cn_err cn_ec_sync(cn_ec_set *s);
+
+/* The version's record: CN_ERR_NO_BUCKET, CN_ERR_NO_KEY, CN_ERR_CORRUPT. skip_inline as
+ * for cn_ec_meta_decode. */
+cn_err cn_ec_read_meta(cn_ec_set *s, const char *vol, const char *key, bool skip_inline,
+                       cn_ec_meta *m);
+/* Deleting: the record (CN_ERR_NO_KEY when absent), then — after cn_ec_sync — the data
+ * folder and empty parents. */
+cn_err cn_ec_delete_meta(cn_ec_set *s, const char *vol, const char *key);
+cn_err cn_ec_delete_data(cn_ec_set *s, const char *vol, const char *key, const char *data_id);
+
+/* Reading a version as a snapshot: the record and its shard files are opened together
+ * (retrying when a concurrent overwrite removes the data between the two). */
+typedef struct cn_ec_reader cn_ec_reader;
+cn_err cn_ec_open(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m,
+                  cn_ec_reader **out);
+/* Reads up to len bytes at off (< len only at the end). */
+cn_err cn_ec_reader_read(cn_ec_reader *r, int64_t off, void *buf, size_t len, size_t *got);
+/* When the bytes [off, off+len) sit verbatim in one plain file: its fd and the offset in
+ * it (zero-copy sends). false otherwise (inline, or coded shards). */
+bool cn_ec_reader_plain_fd(cn_ec_reader *r, int64_t off, int *fd, int64_t *fd_off);
+void cn_ec_reader_close(cn_ec_reader *r);
+
+/* Listing: walks the set's keys in order (drive walk semantics, drive.h) calling fn with
+ * each object's decoded record (inline data skipped) or a common prefix (m NULL). Corrupt
+ * records are logged and skipped. */
+typedef cn_err (*cn_ec_walk_fn)(void *ctx, const char *key, size_t keylen, bool is_prefix,
+                                const cn_ec_meta *m);
+cn_err cn_ec_walk(cn_ec_set *s, const char *vol, const char *prefix, const char *after,
+                  bool slash_delim, cn_ec_walk_fn fn, void *ctx);
+
+#endif

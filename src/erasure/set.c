@@ -1,0 +1,447 @@
+/* erasure/set: one erasure set over the drive API (erasure.h). Today the set is a single
+ * drive with K=1, M=0: the object's bytes are the one shard, stored as
+ * "<data id>/part.1" or inline in the record, and quorum is that drive's verdict. The
+ * shape (per-drive loops reduced by reduce_quorum, per-drive records carrying the shard
+ * index and distribution) is what issue 3 fills with ISA-L Reed-Solomon and many drives. */
+#include "erasure/erasure.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PART_NAME "part.1"
+#define OPEN_RETRIES 8
+
+struct cn_ec_set {
+	cn_drive *drives[CN_EC_MAX_DRIVES];
+	size_t n;
+	int k, m;
+};
+
+struct cn_ec_writer {
+	cn_ec_set *s;
+	char tmp_id[33];
+	char data_id[CN_DRIVE_ID_MAX + 1];
+	cn_drive_file *f[CN_EC_MAX_DRIVES];
+	int64_t written;
+};
+
+struct cn_ec_reader {
+	cn_ec_set *s;
+	int64_t size;
+	unsigned char *inline_data; /* owned; NULL when the data is in files */
+	cn_drive_rfile *f;
+};
+
+/* Reduces per-drive results to one verdict: CN_OK when at least quorum drives succeeded,
+ * otherwise the most frequent error (CN_ERR_QUORUM when errors disagree evenly). With one
+ * drive this is that drive's result. */
+static cn_err reduce_quorum(const cn_err *errs, size_t n, size_t quorum)
+{
+	size_t ok = 0;
+	for (size_t i = 0; i < n; i++)
+		ok += errs[i] == CN_OK;
+	if (ok >= quorum)
+		return CN_OK;
+	cn_err best = CN_ERR_QUORUM;
+	size_t best_n = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (errs[i] == CN_OK)
+			continue;
+		size_t c = 0;
+		for (size_t j = 0; j < n; j++)
+			c += errs[j] == errs[i];
+		if (c > best_n) {
+			best = errs[i];
+			best_n = c;
+		}
+	}
+	return best;
+}
+
+static size_t write_quorum(const cn_ec_set *s)
+{
+	return (size_t)s->k + (s->k == s->m);
+}
+
+cn_err cn_ec_set_new(cn_drive **drives, size_t ndrives, int k, int m, cn_ec_set **out)
+{
+	if (ndrives != 1 || k != 1 || m != 0)
+		return CN_ERR_UNSUPPORTED;
+	cn_ec_set *s = calloc(1, sizeof *s);
+	if (!s)
+		return CN_ERR_NOMEM;
+	memcpy(s->drives, drives, ndrives * sizeof *drives);
+	s->n = ndrives;
+	s->k = k;
+	s->m = m;
+	*out = s;
+	return CN_OK;
+}
+
+void cn_ec_set_free(cn_ec_set *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		cn_drive_close(s->drives[i]);
+	free(s);
+}
+
+size_t cn_ec_set_ndrives(const cn_ec_set *s) { return s->n; }
+
+bool cn_ec_set_online(cn_ec_set *s)
+{
+	size_t ok = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		cn_drive_info di;
+		if (s->drives[i]->ops->info(s->drives[i], &di) == CN_OK && di.online)
+			ok++;
+	}
+	return ok >= write_quorum(s);
+}
+
+/* --- system files and volumes ------------------------------------------------------ */
+
+cn_err cn_ec_read_sys(cn_ec_set *s, size_t drive, const char *name, size_t max, cn_buf *out)
+{
+	CN_ASSERT(drive < s->n);
+	return s->drives[drive]->ops->read_sys(s->drives[drive], name, max, out);
+}
+
+cn_err cn_ec_write_sys(cn_ec_set *s, size_t drive, const char *name, const void *p, size_t len)
+{
+	CN_ASSERT(drive < s->n);
+	return s->drives[drive]->ops->write_sys(s->drives[drive], name, p, len);
+}
+
+cn_err cn_ec_write_sys_all(cn_ec_set *s, const char *name, const void *p, size_t len)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++)
+		errs[i] = s->drives[i]->ops->write_sys(s->drives[i], name, p, len);
+	return reduce_quorum(errs, s->n, write_quorum(s));
+}
+
+cn_err cn_ec_remove_sys_all(cn_ec_set *s, const char *name)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++) {
+		errs[i] = s->drives[i]->ops->remove_sys(s->drives[i], name);
+		if (errs[i] == CN_ERR_NOT_FOUND)
+			errs[i] = CN_OK;
+	}
+	return reduce_quorum(errs, s->n, write_quorum(s));
+}
+
+cn_err cn_ec_make_vol(cn_ec_set *s, const char *vol)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++)
+		errs[i] = s->drives[i]->ops->make_vol(s->drives[i], vol);
+	return reduce_quorum(errs, s->n, write_quorum(s));
+}
+
+cn_err cn_ec_stat_vol(cn_ec_set *s, const char *vol, int64_t *mtime_ms)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++)
+		errs[i] = s->drives[i]->ops->stat_vol(s->drives[i], vol, i == 0 ? mtime_ms : NULL);
+	return reduce_quorum(errs, s->n, (size_t)s->k);
+}
+
+cn_err cn_ec_delete_vol(cn_ec_set *s, const char *vol)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++)
+		errs[i] = s->drives[i]->ops->delete_vol(s->drives[i], vol);
+	return reduce_quorum(errs, s->n, write_quorum(s));
+}
+
+cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n)
+{
+	return s->drives[0]->ops->list_vols(s->drives[0], out, n);
+}
+
+cn_err cn_ec_sync(cn_ec_set *s)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++)
+		errs[i] = cn_drive_sync(s->drives[i]);
+	return reduce_quorum(errs, s->n, write_quorum(s));
+}
+
+/* --- writing ----------------------------------------------------------------------- */
+
+cn_err cn_ec_writer_new(cn_ec_set *s, cn_ec_writer **out)
+{
+	cn_ec_writer *w = calloc(1, sizeof *w);
+	if (!w)
+		return CN_ERR_NOMEM;
+	w->s = s;
+	char id[33];
+	cn_drive_random_id(w->tmp_id);
+	cn_drive_random_id(id);
+	snprintf(w->data_id, sizeof w->data_id, "%%d.%s", id);
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++)
+		errs[i] = s->drives[i]->ops->create_file(s->drives[i], w->tmp_id, w->data_id,
+		                                         PART_NAME, &w->f[i]);
+	cn_err e = reduce_quorum(errs, s->n, write_quorum(s));
+	if (e) {
+		cn_ec_writer_abort(w);
+		return e;
+	}
+	*out = w;
+	return CN_OK;
+}
+
+cn_err cn_ec_writer_write(cn_ec_writer *w, const void *p, size_t len)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < w->s->n; i++)
+		errs[i] = w->f[i] ? w->s->drives[i]->ops->file_write(w->f[i], p, len) : CN_ERR_OFFLINE;
+	w->written += (int64_t)len;
+	return reduce_quorum(errs, w->s->n, write_quorum(w->s));
+}
+
+static void fill_erasure(cn_ec_set *s, cn_ec_meta *m, size_t drive)
+{
+	m->k = (uint8_t)s->k;
+	m->m = (uint8_t)s->m;
+	m->block_size = CN_EC_BLOCK_SIZE;
+	m->index = (uint8_t)drive;
+	m->ndist = (uint8_t)(s->k + s->m);
+	for (size_t i = 0; i < m->ndist; i++)
+		m->dist[i] = (uint8_t)i;
+}
+
+static cn_err commit(cn_ec_set *s, const char *tmp_id, const char *data_id, const char *vol,
+                     const char *key, cn_ec_meta *m)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	cn_ec_part one = { 1, m->size, "" };
+	bool added_part = false;
+	if (m->nparts == 0) {
+		m->parts = &one;
+		m->nparts = 1;
+		added_part = true;
+	}
+	cn_buf rec;
+	cn_buf_init(&rec);
+	for (size_t i = 0; i < s->n; i++) {
+		rec.len = 0;
+		fill_erasure(s, m, i);
+		errs[i] = cn_ec_meta_encode(m, &rec);
+		if (!errs[i])
+			errs[i] = s->drives[i]->ops->rename_data(s->drives[i], tmp_id, data_id, vol, key,
+			                                         rec.p, rec.len);
+	}
+	if (added_part) {
+		m->parts = NULL;
+		m->nparts = 0;
+	}
+	cn_buf_fini(&rec);
+	return reduce_quorum(errs, s->n, write_quorum(s));
+}
+
+cn_err cn_ec_writer_commit(cn_ec_writer *w, const char *vol, const char *key, cn_ec_meta *m)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < w->s->n; i++) {
+		errs[i] = w->f[i] ? w->s->drives[i]->ops->file_close(w->f[i], true) : CN_ERR_OFFLINE;
+		w->f[i] = NULL;
+	}
+	cn_err e = reduce_quorum(errs, w->s->n, write_quorum(w->s));
+	if (e)
+		return e;
+	if (m->size != w->written)
+		return CN_ERR_INVALID;
+	m->has_inline = false;
+	snprintf(m->data_id, sizeof m->data_id, "%s", w->data_id);
+	return commit(w->s, w->tmp_id, w->data_id, vol, key, m);
+}
+
+void cn_ec_writer_abort(cn_ec_writer *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->s->n; i++) {
+		if (w->f[i])
+			w->s->drives[i]->ops->file_close(w->f[i], false);
+		w->s->drives[i]->ops->abort_tmp(w->s->drives[i], w->tmp_id);
+	}
+	free(w);
+}
+
+cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m)
+{
+	char tmp_id[33];
+	if (!m->has_inline || m->inline_len != (size_t)m->size || m->inline_len > CN_EC_INLINE_CAP)
+		return CN_ERR_INVALID;
+	m->data_id[0] = 0;
+	cn_drive_random_id(tmp_id);
+	return commit(s, tmp_id, NULL, vol, key, m);
+}
+
+/* --- records ----------------------------------------------------------------------- */
+
+static cn_err read_meta_drive(cn_ec_set *s, size_t i, const char *vol, const char *key,
+                              bool skip_inline, cn_ec_meta *m)
+{
+	cn_buf rec;
+	cn_buf_init(&rec);
+	cn_err e = s->drives[i]->ops->read_meta(s->drives[i], vol, key, CN_EC_RECORD_MAX, &rec);
+	if (e == CN_ERR_TOO_LARGE)
+		e = CN_ERR_CORRUPT;
+	if (!e) {
+		e = cn_ec_meta_decode(rec.p, rec.len, skip_inline, m);
+		if (e == CN_ERR_CORRUPT)
+			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt record of %s/%s",
+			       s->drives[i]->endpoint, vol, key);
+	}
+	if (e == CN_ERR_NO_KEY && s->drives[i]->ops->stat_vol(s->drives[i], vol, NULL) == CN_ERR_NO_BUCKET)
+		e = CN_ERR_NO_BUCKET;
+	cn_buf_fini(&rec);
+	return e;
+}
+
+cn_err cn_ec_read_meta(cn_ec_set *s, const char *vol, const char *key, bool skip_inline,
+                       cn_ec_meta *m)
+{
+	return read_meta_drive(s, 0, vol, key, skip_inline, m);
+}
+
+cn_err cn_ec_delete_meta(cn_ec_set *s, const char *vol, const char *key)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++)
+		errs[i] = s->drives[i]->ops->delete_meta(s->drives[i], vol, key);
+	return reduce_quorum(errs, s->n, s->n / 2 + 1);
+}
+
+cn_err cn_ec_delete_data(cn_ec_set *s, const char *vol, const char *key, const char *data_id)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++)
+		errs[i] = s->drives[i]->ops->delete_data(s->drives[i], vol, key,
+		                                         data_id && data_id[0] ? data_id : NULL);
+	return reduce_quorum(errs, s->n, s->n / 2 + 1);
+}
+
+/* --- reading ----------------------------------------------------------------------- */
+
+cn_err cn_ec_open(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m, cn_ec_reader **out)
+{
+	cn_ec_reader *r = calloc(1, sizeof *r);
+	if (!r)
+		return CN_ERR_NOMEM;
+	r->s = s;
+	cn_err e = CN_OK;
+	for (int tries = 0; tries < OPEN_RETRIES; tries++) {
+		cn_ec_meta_fini(m);
+		if ((e = read_meta_drive(s, 0, vol, key, false, m)))
+			break;
+		r->size = m->size;
+		if (m->has_inline) {
+			r->inline_data = m->inline_data;
+			m->inline_data = NULL;
+			break;
+		}
+		e = s->drives[0]->ops->open_data(s->drives[0], vol, key, m->data_id, PART_NAME, &r->f);
+		if (e == CN_ERR_NO_KEY)
+			continue; /* replaced between the record and the data: read the new record */
+		if (!e && s->drives[0]->ops->rfile_size(r->f) != m->size) {
+			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: %s/%s: shard size %lld != %lld",
+			       s->drives[0]->endpoint, vol, key,
+			       (long long)s->drives[0]->ops->rfile_size(r->f), (long long)m->size);
+			e = CN_ERR_CORRUPT;
+		}
+		break;
+	}
+	if (e) {
+		cn_ec_reader_close(r);
+		cn_ec_meta_fini(m);
+		return e;
+	}
+	*out = r;
+	return CN_OK;
+}
+
+cn_err cn_ec_reader_read(cn_ec_reader *r, int64_t off, void *buf, size_t len, size_t *got)
+{
+	*got = 0;
+	if (off < 0 || off >= r->size)
+		return CN_OK;
+	if ((int64_t)len > r->size - off)
+		len = (size_t)(r->size - off);
+	if (!r->f) {
+		memcpy(buf, r->inline_data + off, len);
+		*got = len;
+		return CN_OK;
+	}
+	cn_err e = r->s->drives[0]->ops->rfile_read(r->f, off, buf, len, got);
+	if (!e && *got < len) {
+		cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: shard shorter than its record",
+		       r->s->drives[0]->endpoint);
+		e = CN_ERR_CORRUPT;
+	}
+	return e;
+}
+
+bool cn_ec_reader_plain_fd(cn_ec_reader *r, int64_t off, int *fd, int64_t *fd_off)
+{
+	if (!r->f)
+		return false;
+	int f = r->s->drives[0]->ops->rfile_fd(r->f);
+	if (f < 0)
+		return false;
+	*fd = f;
+	*fd_off = off;
+	return true;
+}
+
+void cn_ec_reader_close(cn_ec_reader *r)
+{
+	if (!r)
+		return;
+	if (r->f)
+		r->s->drives[0]->ops->rfile_close(r->f);
+	free(r->inline_data);
+	free(r);
+}
+
+/* --- listing ----------------------------------------------------------------------- */
+
+typedef struct walk_ctx {
+	cn_ec_set *s;
+	const char *vol;
+	cn_ec_walk_fn fn;
+	void *ctx;
+} walk_ctx;
+
+static cn_err walk_cb(void *vctx, const char *key, size_t keylen, bool is_prefix, const void *rec,
+                      size_t reclen)
+{
+	walk_ctx *w = vctx;
+	if (is_prefix)
+		return w->fn(w->ctx, key, keylen, true, NULL);
+	cn_ec_meta m;
+	cn_err e = cn_ec_meta_decode(rec, reclen, true, &m);
+	if (e == CN_ERR_CORRUPT) {
+		cn_log(CN_LOG_WARN, NULL, "erasure: listing %s: skipping corrupt record of %s", w->vol, key);
+		return CN_OK;
+	}
+	if (e)
+		return e;
+	e = w->fn(w->ctx, key, keylen, false, &m);
+	cn_ec_meta_fini(&m);
+	return e;
+}
+
+cn_err cn_ec_walk(cn_ec_set *s, const char *vol, const char *prefix, const char *after,
+                  bool slash_delim, cn_ec_walk_fn fn, void *ctx)
+{
+	walk_ctx w = { s, vol, fn, ctx };
+	return s->drives[0]->ops->walk(s->drives[0], vol, prefix, after, slash_delim, walk_cb, &w);
+}

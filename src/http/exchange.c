@@ -1,0 +1,407 @@
+/* http/exchange.c: one HTTP/1.1 request/response exchange on a connection, and the
+ * per-connection serve loop that the worker runs (cn_http_serve).
+ *
+ * The request head is copied out of the connection buffer into the exchange (so the
+ * connection buffer can be reused for body read-ahead while the parsed cn_str views stay
+ * valid). Bodies are decoded from Content-Length or chunked framing; "100 Continue" is sent
+ * on the first body read. After the handler, the exchange decides the connection's fate:
+ * an unread body is drained when small, otherwise the connection closes (invariant: we
+ * never reuse a connection whose framing we are unsure of). */
+#include "http/http.h"
+#include "net/net.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DRAIN_MAX (1 << 20)
+
+struct cn_http_exchange {
+	cn_conn *c;
+	cn_http_req req;
+	char *head;              /* owned copy of the request head */
+	char reqid[17];
+	/* body */
+	cn_reader body;
+	int64_t body_left;       /* Content-Length mode */
+	cn_http_chunked chunked;
+	bool body_started, body_done, continue_sent;
+	bool io_error;
+	/* response */
+	int status;
+	cn_buf hdrs;             /* "Name: value\r\n" lines added by the handler */
+	cn_buf headbuf;          /* the full head, built by send_head */
+	bool head_built, head_sent, close;
+	bool is_head;
+	int64_t resp_len, resp_sent;
+	cn_writer writer;
+};
+
+static atomic_ullong reqid_counter;
+static unsigned long long reqid_base;
+
+static void make_reqid(char out[17])
+{
+	if (!reqid_base) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		reqid_base = ((unsigned long long)ts.tv_sec << 24) ^ (unsigned long long)ts.tv_nsec;
+	}
+	unsigned long long v = reqid_base + atomic_fetch_add(&reqid_counter, 1);
+	snprintf(out, 17, "%016llX", v);
+}
+
+const cn_http_req *cn_http_request(cn_http_exchange *x)
+{
+	return &x->req;
+}
+
+const char *cn_http_peer(cn_http_exchange *x)
+{
+	return x->c->peer;
+}
+
+const char *cn_http_request_id(cn_http_exchange *x)
+{
+	return x->reqid;
+}
+
+static void maybe_continue(cn_http_exchange *x)
+{
+	if (x->body_started)
+		return;
+	x->body_started = true;
+	if (x->req.expect_continue && !x->continue_sent && x->c->off == x->c->len) {
+		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		if (cn_conn_write(x->c, cont, sizeof cont - 1) != CN_OK)
+			x->io_error = true;
+	}
+	x->continue_sent = true;
+}
+
+static ssize_t body_read(cn_reader *rd, void *buf, size_t len)
+{
+	cn_http_exchange *x = (cn_http_exchange *)((char *)rd - offsetof(cn_http_exchange, body));
+	if (x->body_done || len == 0)
+		return 0;
+	maybe_continue(x);
+	if (x->io_error)
+		return -CN_ERR_CLOSED;
+	if (!x->req.chunked) {
+		if (x->body_left <= 0) {
+			x->body_done = true;
+			return 0;
+		}
+		if ((int64_t)len > x->body_left)
+			len = (size_t)x->body_left;
+		ssize_t r = cn_conn_read(x->c, buf, len);
+		if (r == 0)
+			r = -CN_ERR_CLOSED;
+		if (r < 0) {
+			x->io_error = true;
+			return r;
+		}
+		x->body_left -= r;
+		if (x->body_left == 0)
+			x->body_done = true;
+		return r;
+	}
+	for (;;) {
+		cn_conn *c = x->c;
+		if (c->off == c->len) {
+			cn_err e = cn_conn_fill(c, 1, 1 << 20);
+			if (e) {
+				x->io_error = true;
+				return -(ssize_t)(e == CN_ERR_TIMEOUT ? CN_ERR_TIMEOUT : CN_ERR_CLOSED);
+			}
+		}
+		size_t used = 0, made = 0;
+		cn_err e = cn_http_chunked_decode(&x->chunked, c->buf + c->off, c->len - c->off, &used,
+		                                  buf, len, &made);
+		c->off += used;
+		if (e) {
+			x->io_error = true;
+			return -(ssize_t)CN_ERR_INVALID;
+		}
+		if (made > 0)
+			return (ssize_t)made;
+		if (x->chunked.done) {
+			x->body_done = true;
+			return 0;
+		}
+	}
+}
+
+cn_reader *cn_http_body(cn_http_exchange *x)
+{
+	return &x->body;
+}
+
+void cn_http_resp_start(cn_http_exchange *x, int status)
+{
+	CN_ASSERT(!x->head_sent);
+	x->status = status;
+	x->hdrs.len = 0;
+	if (x->hdrs.p)
+		x->hdrs.p[0] = 0;
+}
+
+static bool header_safe(const char *s)
+{
+	for (; *s; s++)
+		if (*s == '\r' || *s == '\n')
+			return false;
+	return true;
+}
+
+cn_err cn_http_resp_header(cn_http_exchange *x, const char *name, const char *value)
+{
+	if (!header_safe(name) || !header_safe(value))
+		return CN_ERR_INVALID;
+	cn_err e = cn_buf_puts(&x->hdrs, name);
+	if (!e)
+		e = cn_buf_append(&x->hdrs, ": ", 2);
+	if (!e)
+		e = cn_buf_puts(&x->hdrs, value);
+	if (!e)
+		e = cn_buf_append(&x->hdrs, "\r\n", 2);
+	return e;
+}
+
+cn_err cn_http_resp_headerf(cn_http_exchange *x, const char *name, const char *fmt, ...)
+{
+	char v[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(v, sizeof v, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof v)
+		return CN_ERR_TOO_LARGE;
+	return cn_http_resp_header(x, name, v);
+}
+
+void cn_http_resp_close(cn_http_exchange *x)
+{
+	x->close = true;
+}
+
+bool cn_http_resp_started(cn_http_exchange *x)
+{
+	return x->head_built;
+}
+
+static __thread char date_cache[30];
+static __thread time_t date_cache_sec;
+
+static cn_err build_head(cn_http_exchange *x, int64_t length)
+{
+	CN_ASSERT(!x->head_built);
+	if (x->status == 0)
+		x->status = 200;
+	x->head_built = true;
+	x->resp_len = length;
+	if (length < 0)
+		x->close = true;
+	time_t now = time(NULL);
+	if (now != date_cache_sec) {
+		cn_time_http((int64_t)now * 1000, date_cache);
+		date_cache_sec = now;
+	}
+	cn_buf *b = &x->headbuf;
+	b->len = 0;
+	cn_err e = cn_buf_printf(b, "HTTP/1.1 %d %s\r\nServer: cairn\r\nDate: %s\r\n"
+	                            "x-amz-request-id: %s\r\n",
+	                         x->status, cn_http_reason(x->status), date_cache, x->reqid);
+	if (!e && x->hdrs.len)
+		e = cn_buf_append(b, x->hdrs.p, x->hdrs.len);
+	if (!e && length >= 0 && x->status != 304 && x->status != 204 && x->status >= 200)
+		e = cn_buf_printf(b, "Content-Length: %lld\r\n", (long long)length);
+	if (!e && x->close)
+		e = cn_buf_puts(b, "Connection: close\r\n");
+	else if (!e && x->req.minor_version == 0)
+		e = cn_buf_puts(b, "Connection: keep-alive\r\n");
+	if (!e)
+		e = cn_buf_append(b, "\r\n", 2);
+	return e;
+}
+
+static cn_err flush_head(cn_http_exchange *x, const void *body, size_t len)
+{
+	if (x->head_sent)
+		return len ? cn_conn_write(x->c, body, len) : CN_OK;
+	x->head_sent = true;
+	cn_err e = cn_conn_write2(x->c, x->headbuf.p, x->headbuf.len, body, len);
+	if (e)
+		x->io_error = true;
+	return e;
+}
+
+cn_err cn_http_resp_send_head(cn_http_exchange *x, int64_t length)
+{
+	cn_err e = build_head(x, length);
+	if (e)
+		return e;
+	/* Hold the head back to coalesce it with the first body bytes, unless there are none. */
+	if (length == 0 || x->is_head)
+		return flush_head(x, NULL, 0);
+	return CN_OK;
+}
+
+cn_err cn_http_resp_body(cn_http_exchange *x, const void *p, size_t len)
+{
+	CN_ASSERT(x->head_built);
+	if (x->is_head)
+		return CN_OK;
+	if (x->io_error)
+		return CN_ERR_CLOSED;
+	if (x->resp_len >= 0 && x->resp_sent + (int64_t)len > x->resp_len)
+		return CN_ERR_INVALID; /* handler bug: more than announced */
+	cn_err e = flush_head(x, p, len);
+	if (e) {
+		x->io_error = true;
+		return e;
+	}
+	x->resp_sent += (int64_t)len;
+	return CN_OK;
+}
+
+static cn_err w_write(cn_writer *w, const void *p, size_t len)
+{
+	cn_http_exchange *x = (cn_http_exchange *)((char *)w - offsetof(cn_http_exchange, writer));
+	return cn_http_resp_body(x, p, len);
+}
+
+static cn_err w_send_fd(cn_writer *w, int fd, int64_t off, int64_t len)
+{
+	cn_http_exchange *x = (cn_http_exchange *)((char *)w - offsetof(cn_http_exchange, writer));
+	CN_ASSERT(x->head_built);
+	if (x->is_head)
+		return CN_OK;
+	if (x->io_error)
+		return CN_ERR_CLOSED;
+	cn_err e = flush_head(x, NULL, 0);
+	if (!e)
+		e = cn_conn_sendfile(x->c, fd, off, len);
+	if (e) {
+		x->io_error = true;
+		return e;
+	}
+	x->resp_sent += len;
+	return CN_OK;
+}
+
+cn_writer *cn_http_resp_writer(cn_http_exchange *x)
+{
+	return &x->writer;
+}
+
+cn_err cn_http_resp_send(cn_http_exchange *x, const void *body, size_t len)
+{
+	cn_err e = build_head(x, (int64_t)len);
+	if (e)
+		return e;
+	if (x->is_head)
+		return flush_head(x, NULL, 0);
+	e = flush_head(x, body, len);
+	if (!e)
+		x->resp_sent = (int64_t)len;
+	return e;
+}
+
+static void simple_reply(cn_conn *c, int status)
+{
+	char buf[256];
+	int n = snprintf(buf, sizeof buf, "HTTP/1.1 %d %s\r\nServer: cairn\r\nConnection: close\r\n"
+	                                  "Content-Length: 0\r\n\r\n", status, cn_http_reason(status));
+	cn_conn_write(c, buf, (size_t)n);
+}
+
+/* After the handler: can the connection carry another request? */
+static bool finish(cn_http_exchange *x)
+{
+	if (!x->head_built) {
+		cn_log(CN_LOG_ERROR, x->reqid, "handler sent no response; answering 500");
+		x->status = 500;
+		x->close = true;
+		cn_http_resp_send(x, NULL, 0);
+	} else if (!x->head_sent) {
+		flush_head(x, NULL, 0);
+	}
+	if (x->io_error || x->close || !x->req.keep_alive)
+		return false;
+	if (!x->is_head && x->resp_len >= 0 && x->resp_sent != x->resp_len)
+		return false; /* short response: framing is broken, close */
+	bool has_body = x->req.chunked || x->req.content_length > 0;
+	if (has_body && !x->body_done) {
+		if (x->req.expect_continue && !x->body_started)
+			return false; /* the client may or may not send the body: close */
+		if (!x->req.chunked && x->body_left > DRAIN_MAX)
+			return false;
+		char tmp[16384];
+		size_t drained = 0;
+		for (;;) {
+			ssize_t r = x->body.read(&x->body, tmp, sizeof tmp);
+			if (r == 0)
+				break;
+			if (r < 0)
+				return false;
+			drained += (size_t)r;
+			if (drained > DRAIN_MAX)
+				return false;
+		}
+	}
+	return true;
+}
+
+int cn_http_serve(struct cn_conn *c, cn_http_handler h, void *ctx)
+{
+	for (;;) {
+		cn_http_exchange x;
+		memset(&x, 0, sizeof x);
+		x.c = c;
+		size_t avail = c->len - c->off;
+		const char *end = avail ? memmem(c->buf + c->off, avail, "\r\n\r\n", 4) : NULL;
+		if (!end)
+			return CN_CONN_KEEP; /* incomplete: back to the loop */
+		size_t hlen = (size_t)(end - (c->buf + c->off)) + 4;
+		x.head = malloc(hlen);
+		if (!x.head) {
+			simple_reply(c, 503);
+			return CN_CONN_CLOSE;
+		}
+		memcpy(x.head, c->buf + c->off, hlen);
+		c->off += hlen;
+		/* Parse the private copy so every view stays valid while the buffer is reused. */
+		int r = cn_http_parse_request(x.head, hlen, &x.req);
+		if (r <= 0) {
+			int status = r < 0 ? -r : 400;
+			cn_log(CN_LOG_INFO, NULL, "%s: bad request head (%d)", c->peer, status);
+			simple_reply(c, status);
+			free(x.head);
+			return CN_CONN_CLOSE;
+		}
+		make_reqid(x.reqid);
+		x.body.read = body_read;
+		x.body_left = x.req.chunked ? 0 : (x.req.content_length > 0 ? x.req.content_length : 0);
+		if (!x.req.chunked && x.body_left == 0)
+			x.body_done = true;
+		cn_http_chunked_init(&x.chunked);
+		x.is_head = cn_str_eq_c(x.req.method, "HEAD");
+		x.writer.write = w_write;
+		x.writer.send_fd = w_send_fd;
+		cn_buf_init(&x.hdrs);
+		cn_buf_init(&x.headbuf);
+
+		h(ctx, &x);
+		bool keep = finish(&x);
+		free(x.head);
+		cn_buf_fini(&x.hdrs);
+		cn_buf_fini(&x.headbuf);
+		if (!keep)
+			return CN_CONN_CLOSE;
+		if (!cn_conn_has_head(c))
+			return CN_CONN_KEEP;
+	}
+}

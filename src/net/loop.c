@@ -1,0 +1,695 @@
+/* net/loop.c: the event loop, the worker pool and connection I/O (see net.h for the model).
+ *
+ * Invariants:
+ *  1. A connection is owned by one thread at a time: the loop while its state is IDLE or
+ *     HEAD (and only the loop touches epoll registration and the connection list), a worker
+ *     while BUSY. Workers hand connections back through the `back` queue + eventfd.
+ *  2. An IDLE connection has no buffer (buf == NULL): 10,000 idle connections cost only
+ *     their struct and the kernel's socket.
+ *  3. Every connection the loop owns has a deadline: idle timeout while IDLE, header
+ *     timeout from the first byte of a head while HEAD. The loop closes expired ones.
+ *  4. The work queue holds at most max_queue connections; beyond that the loop answers
+ *     503 SlowDown and closes (never an unbounded queue, never a reset). */
+#include "net/net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+enum { ST_IDLE, ST_HEAD, ST_QUEUED, ST_BUSY };
+#define HEAD_BUF_INIT 8192
+
+struct cn_net {
+	cn_net_config cfg;
+	cn_net_handler handler;
+	void *ctx;
+	int lfd, epfd, evfd;
+	int port;
+	volatile sig_atomic_t stopping;
+	pthread_t *threads;
+	int nthreads;
+	/* work queue: loop -> workers */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	cn_conn *qhead, *qtail;
+	size_t qlen;
+	bool shutdown;
+	int busy;
+	/* back queue: workers -> loop */
+	cn_conn *bhead;
+	/* all connections owned by the loop or workers (loop thread only) */
+	cn_conn *all;
+	size_t nconns;
+};
+
+static void conn_unlink(cn_net *n, cn_conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		n->all = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	n->nconns--;
+}
+
+static void conn_close(cn_net *n, cn_conn *c)
+{
+	conn_unlink(n, c);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->buf);
+	free(c);
+}
+
+static void conn_drop_buf(cn_conn *c)
+{
+	if (c->off == c->len) {
+		free(c->buf);
+		c->buf = NULL;
+		c->cap = c->off = c->len = 0;
+		c->scanned = 0;
+	}
+}
+
+static void arm(cn_net *n, cn_conn *c, int op)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c };
+	if (epoll_ctl(n->epfd, op, c->fd, &ev) < 0)
+		cn_log(CN_LOG_WARN, NULL, "epoll_ctl(%s): %s", c->peer, strerror(errno));
+}
+
+/* Searches the buffered bytes for the end of a request head (CRLFCRLF). */
+static bool head_complete(cn_conn *c)
+{
+	size_t from = c->off + (c->scanned > 3 ? c->scanned - 3 : 0);
+	if (from < c->off)
+		from = c->off;
+	const char *p = memmem(c->buf + from, c->len - from, "\r\n\r\n", 4);
+	c->scanned = c->len - c->off;
+	return p != NULL;
+}
+
+bool cn_conn_has_head(cn_conn *c)
+{
+	if (!c->buf || c->off == c->len)
+		return false;
+	c->scanned = 0;
+	return memmem(c->buf + c->off, c->len - c->off, "\r\n\r\n", 4) != NULL;
+}
+
+static const char slowdown[] =
+	"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\nConnection: close\r\n"
+	"Retry-After: 1\r\nContent-Length: 155\r\n\r\n"
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code>"
+	"<Message>Please reduce your request rate.</Message><RequestId></RequestId></Error>";
+
+static void reply_and_close(cn_net *n, cn_conn *c, const char *msg, size_t len)
+{
+	ssize_t w = send(c->fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	(void)w;
+	shutdown(c->fd, SHUT_WR);
+	conn_close(n, c);
+}
+
+static void dispatch(cn_net *n, cn_conn *c)
+{
+	pthread_mutex_lock(&n->mu);
+	if (n->qlen >= (size_t)n->cfg.max_queue) {
+		pthread_mutex_unlock(&n->mu);
+		cn_log(CN_LOG_WARN, NULL, "overload: %zu requests queued, answering 503 SlowDown to %s",
+		       n->qlen, c->peer);
+		reply_and_close(n, c, slowdown, sizeof slowdown - 1);
+		return;
+	}
+	c->state = ST_QUEUED;
+	c->qnext = NULL;
+	if (n->qtail)
+		n->qtail->qnext = c;
+	else
+		n->qhead = c;
+	n->qtail = c;
+	n->qlen++;
+	pthread_cond_signal(&n->cv);
+	pthread_mutex_unlock(&n->mu);
+}
+
+/* Loop thread: the connection became readable. */
+static void on_readable(cn_net *n, cn_conn *c, uint32_t events)
+{
+	for (;;) {
+		if (!c->buf) {
+			c->buf = malloc(HEAD_BUF_INIT);
+			if (!c->buf) {
+				conn_close(n, c);
+				return;
+			}
+			c->cap = HEAD_BUF_INIT;
+			c->off = c->len = c->scanned = 0;
+		}
+		if (c->len == c->cap) {
+			if (c->off > 0) {
+				memmove(c->buf, c->buf + c->off, c->len - c->off);
+				c->len -= c->off;
+				c->scanned = c->scanned > c->off ? c->scanned - c->off : 0;
+				c->off = 0;
+			}
+			if (c->len == c->cap) {
+				if (c->cap >= n->cfg.max_head + 4) {
+					static const char too_big[] =
+						"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+						"Connection: close\r\nContent-Length: 0\r\n\r\n";
+					reply_and_close(n, c, too_big, sizeof too_big - 1);
+					return;
+				}
+				size_t ncap = c->cap * 2;
+				if (ncap > n->cfg.max_head + 4)
+					ncap = n->cfg.max_head + 4;
+				char *nb = realloc(c->buf, ncap);
+				if (!nb) {
+					conn_close(n, c);
+					return;
+				}
+				c->buf = nb;
+				c->cap = ncap;
+			}
+		}
+		ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
+		if (r > 0) {
+			if (c->state == ST_IDLE) {
+				c->state = ST_HEAD;
+				c->deadline_ms = cn_mono_ms() + n->cfg.header_timeout_ms;
+			}
+			c->len += (size_t)r;
+			if (head_complete(c)) {
+				dispatch(n, c);
+				return;
+			}
+			continue;
+		}
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+				conn_close(n, c);
+				return;
+			}
+			conn_drop_buf(c);
+			arm(n, c, EPOLL_CTL_MOD);
+			return;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		conn_close(n, c); /* EOF or error */
+		return;
+	}
+}
+
+static void on_accept(cn_net *n)
+{
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof ss;
+		int fd = accept4(n->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				cn_log(CN_LOG_WARN, NULL, "accept: %s", strerror(errno));
+			return;
+		}
+		if (n->nconns >= (size_t)n->cfg.max_conns) {
+			static const char busy[] =
+				"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
+				"Retry-After: 1\r\nContent-Length: 0\r\n\r\n";
+			ssize_t w = send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			(void)w;
+			close(fd);
+			continue;
+		}
+		cn_conn *c = calloc(1, sizeof *c);
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		c->fd = fd;
+		c->net = n;
+		c->state = ST_IDLE;
+		c->deadline_ms = cn_mono_ms() + n->cfg.idle_timeout_ms;
+		char host[INET6_ADDRSTRLEN] = "?";
+		int port = 0;
+		if (ss.ss_family == AF_INET) {
+			struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+			inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+			port = ntohs(a->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+			inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+			port = ntohs(a->sin6_port);
+		}
+		snprintf(c->peer, sizeof c->peer, "%s:%d", host, port);
+		c->next = n->all;
+		if (n->all)
+			n->all->prev = c;
+		n->all = c;
+		n->nconns++;
+		arm(n, c, EPOLL_CTL_ADD);
+	}
+}
+
+/* Loop thread: connections coming back from workers. */
+static void on_back(cn_net *n)
+{
+	uint64_t v;
+	ssize_t r = read(n->evfd, &v, sizeof v);
+	(void)r;
+	pthread_mutex_lock(&n->mu);
+	cn_conn *list = n->bhead;
+	n->bhead = NULL;
+	pthread_mutex_unlock(&n->mu);
+	while (list) {
+		cn_conn *c = list;
+		list = c->qnext;
+		if (c->fd < 0) { /* the worker closed it */
+			conn_close(n, c);
+			continue;
+		}
+		if (n->stopping) {
+			conn_close(n, c);
+			continue;
+		}
+		c->scanned = 0;
+		if (c->buf && c->off < c->len) {
+			/* partial next head already buffered */
+			c->state = ST_HEAD;
+			c->deadline_ms = cn_mono_ms() + n->cfg.header_timeout_ms;
+		} else {
+			c->state = ST_IDLE;
+			c->deadline_ms = cn_mono_ms() + n->cfg.idle_timeout_ms;
+			conn_drop_buf(c);
+		}
+		arm(n, c, EPOLL_CTL_MOD);
+	}
+}
+
+static void expire(cn_net *n)
+{
+	int64_t now = cn_mono_ms();
+	cn_conn *c = n->all;
+	while (c) {
+		cn_conn *next = c->next;
+		if ((c->state == ST_IDLE || c->state == ST_HEAD) && c->deadline_ms < now) {
+			if (c->state == ST_HEAD) {
+				cn_log(CN_LOG_INFO, NULL, "closing %s: request head not complete within %d ms",
+				       c->peer, n->cfg.header_timeout_ms);
+				static const char timeout[] =
+					"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+				ssize_t w = send(c->fd, timeout, sizeof timeout - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+				(void)w;
+			}
+			epoll_ctl(n->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+			conn_close(n, c);
+		}
+		c = next;
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	cn_net *n = arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		pthread_mutex_lock(&n->mu);
+		while (!n->qhead && !n->shutdown)
+			pthread_cond_wait(&n->cv, &n->mu);
+		if (!n->qhead) {
+			pthread_mutex_unlock(&n->mu);
+			return NULL;
+		}
+		cn_conn *c = n->qhead;
+		n->qhead = c->qnext;
+		if (!n->qhead)
+			n->qtail = NULL;
+		n->qlen--;
+		n->busy++;
+		c->state = ST_BUSY;
+		pthread_mutex_unlock(&n->mu);
+
+		cn_conn_verdict v = n->handler(n->ctx, c);
+		if (v == CN_CONN_CLOSE) {
+			close(c->fd); /* closing removes it from epoll */
+			c->fd = -1;
+		}
+		pthread_mutex_lock(&n->mu);
+		n->busy--;
+		c->qnext = n->bhead;
+		n->bhead = c;
+		pthread_cond_broadcast(&n->cv);
+		pthread_mutex_unlock(&n->mu);
+		uint64_t one = 1;
+		ssize_t w = write(n->evfd, &one, sizeof one);
+		(void)w;
+	}
+}
+
+cn_err cn_net_new(const cn_net_config *cfg, cn_net_handler h, void *ctx, cn_net **out)
+{
+	cn_net *n = calloc(1, sizeof *n);
+	if (!n)
+		return CN_ERR_NOMEM;
+	n->cfg = *cfg;
+	if (n->cfg.workers <= 0)
+		n->cfg.workers = 64;
+	if (n->cfg.max_queue <= 0)
+		n->cfg.max_queue = 1024;
+	if (n->cfg.idle_timeout_ms <= 0)
+		n->cfg.idle_timeout_ms = 60000;
+	if (n->cfg.header_timeout_ms <= 0)
+		n->cfg.header_timeout_ms = 15000;
+	if (n->cfg.io_timeout_ms <= 0)
+		n->cfg.io_timeout_ms = 30000;
+	if (n->cfg.max_conns <= 0)
+		n->cfg.max_conns = 20000;
+	if (n->cfg.max_head == 0)
+		n->cfg.max_head = 32 * 1024;
+	n->handler = h;
+	n->ctx = ctx;
+	pthread_mutex_init(&n->mu, NULL);
+	pthread_cond_init(&n->cv, NULL);
+	n->lfd = n->epfd = n->evfd = -1;
+
+	struct sockaddr_storage ss;
+	memset(&ss, 0, sizeof ss);
+	socklen_t sl;
+	const char *host = cfg->host && cfg->host[0] ? cfg->host : "0.0.0.0";
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)cfg->port);
+		sl = sizeof *a4;
+	} else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)cfg->port);
+		sl = sizeof *a6;
+	} else {
+		cn_log(CN_LOG_ERROR, NULL, "cannot listen: '%s' is not an IP address", host);
+		free(n);
+		return CN_ERR_INVALID;
+	}
+	n->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (n->lfd >= 0)
+		setsockopt(n->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (n->lfd < 0 || bind(n->lfd, (struct sockaddr *)&ss, sl) < 0 || listen(n->lfd, 4096) < 0) {
+		cn_log(CN_LOG_ERROR, NULL, "cannot listen on %s:%d: %s", host, cfg->port, strerror(errno));
+		if (n->lfd >= 0)
+			close(n->lfd);
+		free(n);
+		return CN_ERR_IO;
+	}
+	struct sockaddr_storage bound;
+	socklen_t bl = sizeof bound;
+	getsockname(n->lfd, (struct sockaddr *)&bound, &bl);
+	n->port = ntohs(bound.ss_family == AF_INET ? ((struct sockaddr_in *)&bound)->sin_port
+	                                            : ((struct sockaddr_in6 *)&bound)->sin6_port);
+	n->epfd = epoll_create1(EPOLL_CLOEXEC);
+	n->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &n->lfd };
+	epoll_ctl(n->epfd, EPOLL_CTL_ADD, n->lfd, &ev);
+	ev.data.ptr = &n->evfd;
+	epoll_ctl(n->epfd, EPOLL_CTL_ADD, n->evfd, &ev);
+
+	n->threads = calloc((size_t)n->cfg.workers, sizeof *n->threads);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 1 << 20);
+	for (int i = 0; i < n->cfg.workers; i++) {
+		if (pthread_create(&n->threads[i], &attr, worker_main, n) != 0)
+			break;
+		n->nthreads++;
+	}
+	pthread_attr_destroy(&attr);
+	*out = n;
+	return CN_OK;
+}
+
+int cn_net_port(cn_net *n)
+{
+	return n->port;
+}
+
+void cn_net_stats(cn_net *n, size_t *conns, size_t *queued)
+{
+	pthread_mutex_lock(&n->mu);
+	*queued = n->qlen;
+	pthread_mutex_unlock(&n->mu);
+	*conns = n->nconns;
+}
+
+void cn_net_stop(cn_net *n)
+{
+	n->stopping = 1;
+	uint64_t one = 1;
+	ssize_t w = write(n->evfd, &one, sizeof one);
+	(void)w;
+}
+
+cn_err cn_net_run(cn_net *n, int grace_ms)
+{
+	struct epoll_event evs[256];
+	int64_t last_scan = cn_mono_ms();
+	while (!n->stopping) {
+		int k = epoll_wait(n->epfd, evs, 256, 1000);
+		if (k < 0 && errno != EINTR) {
+			cn_log(CN_LOG_ERROR, NULL, "epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < k; i++) {
+			void *p = evs[i].data.ptr;
+			if (p == &n->lfd)
+				on_accept(n);
+			else if (p == &n->evfd)
+				on_back(n);
+			else
+				on_readable(n, p, evs[i].events);
+		}
+		int64_t now = cn_mono_ms();
+		if (now - last_scan >= 1000) {
+			expire(n);
+			last_scan = now;
+		}
+	}
+	/* Graceful stop: no new connections; let queued and busy requests finish. */
+	close(n->lfd);
+	n->lfd = -1;
+	int64_t until = cn_mono_ms() + grace_ms;
+	for (;;) {
+		pthread_mutex_lock(&n->mu);
+		bool idle = n->busy == 0 && n->qlen == 0;
+		pthread_mutex_unlock(&n->mu);
+		if (idle || cn_mono_ms() > until)
+			break;
+		usleep(10000);
+		on_back(n);
+	}
+	pthread_mutex_lock(&n->mu);
+	n->shutdown = true;
+	pthread_cond_broadcast(&n->cv);
+	bool clean = n->busy == 0;
+	pthread_mutex_unlock(&n->mu);
+	if (clean) {
+		for (int i = 0; i < n->nthreads; i++)
+			pthread_join(n->threads[i], NULL);
+		on_back(n);
+		while (n->all) {
+			cn_conn *c = n->all;
+			conn_close(n, c);
+		}
+	} else {
+		cn_log(CN_LOG_WARN, NULL, "stopping with requests still running after %d ms", grace_ms);
+	}
+	return clean ? CN_OK : CN_ERR_TIMEOUT;
+}
+
+void cn_net_free(cn_net *n)
+{
+	if (!n)
+		return;
+	if (n->epfd >= 0)
+		close(n->epfd);
+	if (n->evfd >= 0)
+		close(n->evfd);
+	free(n->threads);
+	free(n);
+}
+
+/* ---- worker-side I/O ---------------------------------------------------------------- */
+
+static int wait_fd(cn_conn *c, short what)
+{
+	struct pollfd p = { .fd = c->fd, .events = what };
+	for (;;) {
+		int r = poll(&p, 1, c->net->cfg.io_timeout_ms);
+		if (r > 0)
+			return 0;
+		if (r == 0)
+			return -CN_ERR_TIMEOUT;
+		if (errno != EINTR)
+			return -CN_ERR_IO;
+	}
+}
+
+ssize_t cn_conn_read(cn_conn *c, void *buf, size_t len)
+{
+	if (c->buf && c->off < c->len) {
+		size_t n = c->len - c->off;
+		if (n > len)
+			n = len;
+		memcpy(buf, c->buf + c->off, n);
+		c->off += n;
+		return (ssize_t)n;
+	}
+	for (;;) {
+		ssize_t r = recv(c->fd, buf, len, MSG_DONTWAIT);
+		if (r >= 0)
+			return r;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			int w = wait_fd(c, POLLIN);
+			if (w < 0)
+				return w;
+			continue;
+		}
+		return errno == ECONNRESET ? -CN_ERR_CLOSED : -CN_ERR_IO;
+	}
+}
+
+cn_err cn_conn_fill(cn_conn *c, size_t want, size_t max)
+{
+	if (want > max)
+		return CN_ERR_TOO_LARGE;
+	if (!c->buf) {
+		size_t cap = want > HEAD_BUF_INIT ? want : HEAD_BUF_INIT;
+		c->buf = malloc(cap);
+		if (!c->buf)
+			return CN_ERR_NOMEM;
+		c->cap = cap;
+		c->off = c->len = 0;
+	}
+	while (c->len - c->off < want) {
+		if (c->off > 0 && c->cap - c->off < want) {
+			memmove(c->buf, c->buf + c->off, c->len - c->off);
+			c->len -= c->off;
+			c->off = 0;
+		}
+		if (c->cap - c->off < want) {
+			size_t ncap = c->cap * 2 > want ? c->cap * 2 : want;
+			char *nb = realloc(c->buf, ncap);
+			if (!nb)
+				return CN_ERR_NOMEM;
+			c->buf = nb;
+			c->cap = ncap;
+		}
+		ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
+		if (r > 0) {
+			c->len += (size_t)r;
+			continue;
+		}
+		if (r == 0)
+			return CN_ERR_CLOSED;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			int w = wait_fd(c, POLLIN);
+			if (w < 0)
+				return (cn_err)-w;
+			continue;
+		}
+		return CN_ERR_CLOSED;
+	}
+	return CN_OK;
+}
+
+static cn_err send_all_iov(cn_conn *c, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		ssize_t w = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				int r = wait_fd(c, POLLOUT);
+				if (r < 0)
+					return (cn_err)-r;
+				continue;
+			}
+			return CN_ERR_CLOSED;
+		}
+		size_t left = (size_t)w;
+		while (n > 0 && left >= iov->iov_len) {
+			left -= iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + left;
+			iov->iov_len -= left;
+		}
+	}
+	return CN_OK;
+}
+
+cn_err cn_conn_write(cn_conn *c, const void *p, size_t len)
+{
+	struct iovec iov = { (void *)p, len };
+	return send_all_iov(c, &iov, 1);
+}
+
+cn_err cn_conn_write2(cn_conn *c, const void *a, size_t alen, const void *b, size_t blen)
+{
+	struct iovec iov[2] = { { (void *)a, alen }, { (void *)b, blen } };
+	return send_all_iov(c, iov, blen ? 2 : 1);
+}
+
+cn_err cn_conn_sendfile(cn_conn *c, int fd, int64_t off, int64_t len)
+{
+	off_t o = (off_t)off;
+	while (len > 0) {
+		size_t chunk = len > (1 << 30) ? (1u << 30) : (size_t)len;
+		ssize_t w = sendfile(c->fd, fd, &o, chunk);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				int r = wait_fd(c, POLLOUT);
+				if (r < 0)
+					return (cn_err)-r;
+				continue;
+			}
+			return errno == EPIPE || errno == ECONNRESET ? CN_ERR_CLOSED : CN_ERR_IO;
+		}
+		if (w == 0)
+			return CN_ERR_IO; /* file shorter than expected */
+		len -= w;
+	}
+	return CN_OK;
+}

@@ -1,0 +1,77 @@
+/* net: sockets and the event loop. One loop thread accepts connections, parks idle
+ * keep-alive connections in epoll (an idle connection holds no buffer), reads request
+ * heads without blocking until a head is complete, enforces the idle and header-read
+ * timeouts (slowloris), and hands connections with a complete head to a bounded pool of
+ * worker threads. A worker serves requests as straight-line blocking code through the
+ * cn_conn_* calls below (each bounded by the I/O timeout), then gives the connection back
+ * to the loop. When the work queue is full the loop answers "503 SlowDown" itself and
+ * closes: overload never grows memory without bound and never resets connections.
+ *
+ * Ownership: a connection belongs to exactly one thread at a time — the loop (idle or
+ * reading a head) or one worker (from dispatch until cn_net_release). */
+#ifndef CN_NET_H
+#define CN_NET_H
+
+#include "util/util.h"
+
+typedef struct cn_conn {
+	int fd;
+	char *buf;           /* head/read-ahead buffer; NULL while idle */
+	size_t cap, off, len;/* unread bytes are buf[off, len) */
+	char peer[64];
+	/* loop-private */
+	int64_t deadline_ms;
+	size_t scanned;      /* bytes already searched for the end of the head */
+	int state;
+	struct cn_conn *prev, *next;
+	struct cn_conn *qnext;
+	struct cn_net *net;
+} cn_conn;
+
+/* What the worker's handler tells the loop. */
+typedef enum { CN_CONN_KEEP, CN_CONN_CLOSE } cn_conn_verdict;
+/* Called on a worker thread with a connection whose buffer holds a complete request head
+ * at buf[off]. Serves one or more requests; returns KEEP to park the connection again. */
+typedef cn_conn_verdict (*cn_net_handler)(void *ctx, cn_conn *c);
+
+typedef struct cn_net_config {
+	const char *host;       /* "127.0.0.1" */
+	int port;
+	int workers;            /* worker threads (default 64) */
+	int max_queue;          /* connections waiting for a worker before 503 (default 1024) */
+	int idle_timeout_ms;    /* keep-alive idle (default 60 s) */
+	int header_timeout_ms;  /* first byte to complete head (default 15 s) */
+	int io_timeout_ms;      /* a worker's blocking read/write stall (default 30 s) */
+	int max_conns;          /* default 20000 */
+	size_t max_head;        /* head limit (CN_HTTP_MAX_HEAD) */
+} cn_net_config;
+
+typedef struct cn_net cn_net;
+/* Binds and listens (errors: CN_ERR_IO with the reason logged). */
+cn_err cn_net_new(const cn_net_config *cfg, cn_net_handler h, void *ctx, cn_net **out);
+/* Runs the loop on the calling thread until cn_net_stop; then stops accepting, waits up to
+ * grace_ms for busy workers to finish their requests, closes everything and returns. */
+cn_err cn_net_run(cn_net *n, int grace_ms);
+/* Async-signal-safe: asks cn_net_run to finish. */
+void cn_net_stop(cn_net *n);
+void cn_net_free(cn_net *n);
+/* The port actually bound (for port 0). */
+int cn_net_port(cn_net *n);
+/* Connections open / requests waiting, for metrics and tests. */
+void cn_net_stats(cn_net *n, size_t *conns, size_t *queued);
+
+/* Worker-side blocking I/O on a connection (bounded by io_timeout_ms). */
+/* Reads buffered bytes first, then from the socket. >0 bytes, 0 at EOF, -CN_ERR_TIMEOUT,
+ * -CN_ERR_CLOSED (reset), -CN_ERR_IO. */
+ssize_t cn_conn_read(cn_conn *c, void *buf, size_t len);
+/* Makes at least `want` bytes available in c->buf[off, len) (growing the buffer up to
+ * max bytes); returns CN_OK, CN_ERR_CLOSED at EOF first, CN_ERR_TOO_LARGE over max. */
+cn_err cn_conn_fill(cn_conn *c, size_t want, size_t max);
+cn_err cn_conn_write(cn_conn *c, const void *p, size_t len);
+/* Writes head then body in as few syscalls as possible. */
+cn_err cn_conn_write2(cn_conn *c, const void *a, size_t alen, const void *b, size_t blen);
+cn_err cn_conn_sendfile(cn_conn *c, int fd, int64_t off, int64_t len);
+/* Whether a complete request head is already buffered (for pipelining). */
+bool cn_conn_has_head(cn_conn *c);
+
+#endif

@@ -1,0 +1,702 @@
+/* s3/s3.c: the S3 front door — builds the per-request context (bucket and key from
+ * path-style or virtual-host-style addressing, decoded query), authenticates (auth.h),
+ * stacks the body readers (HTTP framing -> aws-chunked with chunk signatures -> SHA-256
+ * verification), routes to the handler for the operation, and owns the shared helpers of
+ * s3_int.h (S3 XML errors from errors.def, replies, the request arena).
+ *
+ * Invariant: every request gets exactly one response; an API we do not implement answers
+ * 501 NotImplemented, never a silent success. */
+#include "s3/s3_int.h"
+
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_QUERY_PARAMS 256
+#define AWSCHUNK_BUF (64 * 1024)
+
+static const struct {
+	const char *code;
+	int status;
+	const char *message;
+} s3_errors[CN_S3__COUNT] = {
+	[CN_S3_OK] = { "OK", 200, "" },
+#define X(name, st, msg) [CN_S3_##name] = { #name, st, msg },
+#include "s3/errors.def"
+#undef X
+};
+
+/* ---- arena ---------------------------------------------------------------------------- */
+
+struct cn_s3_arena_block {
+	cn_s3_arena_block *next;
+	size_t used, cap;
+	max_align_t data[];
+};
+
+void *cn_s3_alloc(cn_s3_req *r, size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	cn_s3_arena_block *b = r->arena;
+	if (!b || b->cap - b->used < n) {
+		size_t cap = n > 8192 ? n : 8192;
+		b = malloc(sizeof *b + cap);
+		CN_ASSERT(b != NULL);
+		b->next = r->arena;
+		b->used = 0;
+		b->cap = cap;
+		r->arena = b;
+	}
+	void *p = (char *)b->data + b->used;
+	b->used += n;
+	return p;
+}
+
+char *cn_s3_strndup(cn_s3_req *r, const char *p, size_t len)
+{
+	char *s = cn_s3_alloc(r, len + 1);
+	if (len)
+		memcpy(s, p, len);
+	s[len] = 0;
+	return s;
+}
+
+static void arena_free(cn_s3_req *r)
+{
+	while (r->arena) {
+		cn_s3_arena_block *n = r->arena->next;
+		free(r->arena);
+		r->arena = n;
+	}
+}
+
+/* ---- accessors ---------------------------------------------------------------------- */
+
+const char *cn_s3_query(const cn_s3_req *r, const char *name)
+{
+	for (size_t i = 0; i < r->nquery; i++)
+		if (strcmp(r->query[i].name, name) == 0)
+			return r->query[i].value;
+	return NULL;
+}
+
+const char *cn_s3_header(cn_s3_req *r, const char *name)
+{
+	const cn_str *v = cn_http_req_header(r->h, name);
+	return v ? cn_s3_strndup(r, v->p, v->len) : NULL;
+}
+
+/* ---- replies ------------------------------------------------------------------------- */
+
+void cn_s3_send_xml(cn_s3_req *r, int status, const cn_buf *xml)
+{
+	cn_http_resp_start(r->x, status);
+	cn_http_resp_header(r->x, "Content-Type", "application/xml");
+	cn_http_resp_send(r->x, xml->p, xml->len);
+}
+
+void cn_s3_send_empty(cn_s3_req *r, int status)
+{
+	cn_http_resp_start(r->x, status);
+	cn_http_resp_send(r->x, NULL, 0);
+}
+
+void cn_s3_error(cn_s3_req *r, cn_s3_code code, const char *message)
+{
+	if (code <= CN_S3_OK || code >= CN_S3__COUNT)
+		code = CN_S3_InternalError;
+	const char *msg = message ? message : s3_errors[code].message;
+	int status = s3_errors[code].status;
+	cn_log(status >= 500 ? CN_LOG_WARN : CN_LOG_INFO, r->reqid, "%.*s %.*s -> %d %s: %s",
+	       (int)r->h->method.len, r->h->method.p, (int)r->h->target.len > 512 ? 512 : (int)r->h->target.len,
+	       r->h->target.p, status, s3_errors[code].code, msg);
+	if (cn_http_resp_started(r->x)) {
+		cn_http_resp_close(r->x);
+		return;
+	}
+	cn_buf b;
+	cn_buf_init(&b);
+	cn_xml_decl(&b);
+	cn_xml_open(&b, "Error", NULL);
+	cn_xml_elem(&b, "Code", s3_errors[code].code);
+	cn_xml_elem(&b, "Message", msg);
+	if (r->bucket && r->bucket[0])
+		cn_xml_elem(&b, "BucketName", r->bucket);
+	if (r->key && r->key[0])
+		cn_xml_elem(&b, "Key", r->key);
+	char *path = cn_s3_strndup(r, r->h->path.p, r->h->path.len);
+	cn_xml_elem(&b, "Resource", path);
+	cn_xml_elem(&b, "RequestId", r->reqid);
+	cn_xml_close(&b, "Error");
+	cn_http_resp_start(r->x, status);
+	cn_http_resp_header(r->x, "Content-Type", "application/xml");
+	if (code == CN_S3_SlowDown || code == CN_S3_ServiceUnavailable)
+		cn_http_resp_header(r->x, "Retry-After", "1");
+	/* A body we did not read may not be drained cheaply: the exchange decides. */
+	cn_http_resp_send(r->x, b.p, b.len);
+	cn_buf_fini(&b);
+}
+
+void cn_s3_error_from(cn_s3_req *r, cn_err e)
+{
+	cn_s3_code c;
+	switch (e) {
+	case CN_ERR_NO_BUCKET: c = CN_S3_NoSuchBucket; break;
+	case CN_ERR_NO_KEY: c = CN_S3_NoSuchKey; break;
+	case CN_ERR_BAD_KEY: c = CN_S3_InvalidObjectName; break;
+	case CN_ERR_KEY_TOO_LONG: c = CN_S3_KeyTooLongError; break;
+	case CN_ERR_BAD_BUCKET_NAME: c = CN_S3_InvalidBucketName; break;
+	case CN_ERR_BUCKET_EXISTS: c = CN_S3_BucketAlreadyOwnedByYou; break;
+	case CN_ERR_BUCKET_NOT_EMPTY: c = CN_S3_BucketNotEmpty; break;
+	case CN_ERR_NOSPACE: c = CN_S3_StorageFull; break;
+	case CN_ERR_BUSY: c = CN_S3_SlowDown; break;
+	case CN_ERR_QUORUM: c = CN_S3_InsufficientWriteQuorum; break;
+	case CN_ERR_ABORTED: c = r->body_error ? r->body_error : CN_S3_IncompleteBody; break;
+	case CN_ERR_CLOSED: c = CN_S3_IncompleteBody; break;
+	case CN_ERR_TIMEOUT: c = CN_S3_RequestTimeout; break;
+	case CN_ERR_DIGEST: c = CN_S3_BadDigest; break;
+	case CN_ERR_TOO_LARGE: c = CN_S3_EntityTooLarge; break;
+	case CN_ERR_INVALID: c = r->body_error ? r->body_error : CN_S3_InvalidRequest; break;
+	case CN_ERR_UNSUPPORTED: c = CN_S3_NotImplemented; break;
+	default: c = CN_S3_InternalError; break;
+	}
+	if (c == CN_S3_InternalError)
+		cn_log(CN_LOG_ERROR, r->reqid, "internal error: %s", cn_err_str(e));
+	cn_s3_error(r, c, NULL);
+}
+
+/* ---- body stack ---------------------------------------------------------------------- */
+
+typedef struct body_state {
+	cn_reader rd;
+	cn_s3_req *r;
+	cn_reader *raw;
+	/* aws-chunked */
+	bool awschunked;
+	cn_http_awschunked ac;
+	cn_auth_stream as;
+	bool as_init;
+	char *inbuf;
+	size_t in_off, in_len;
+	uint64_t decoded;
+	/* sha256 */
+	EVP_MD_CTX *sha;
+	bool failed, eof;
+} body_state;
+
+static ssize_t body_fail(body_state *st, cn_s3_code code)
+{
+	st->failed = true;
+	st->r->body_error = code;
+	return -(ssize_t)CN_ERR_ABORTED;
+}
+
+static ssize_t body_read(cn_reader *rd, void *buf, size_t len)
+{
+	body_state *st = (body_state *)rd;
+	cn_s3_req *r = st->r;
+	if (st->failed)
+		return -(ssize_t)CN_ERR_ABORTED;
+	if (st->eof)
+		return 0;
+	ssize_t n;
+	if (!st->awschunked) {
+		n = st->raw->read(st->raw, buf, len);
+	} else {
+		for (;;) {
+			if (st->in_off == st->in_len && !st->ac.done) {
+				ssize_t k = st->raw->read(st->raw, st->inbuf, AWSCHUNK_BUF);
+				if (k < 0)
+					return k;
+				if (k == 0)
+					return body_fail(st, CN_S3_IncompleteBody);
+				st->in_off = 0;
+				st->in_len = (size_t)k;
+			}
+			size_t used = 0, made = 0;
+			cn_err e = cn_http_awschunked_decode(&st->ac, st->inbuf + st->in_off,
+			                                     st->in_len - st->in_off, &used, buf, len, &made);
+			st->in_off += used;
+			if (e) {
+				if (st->as.failure == CN_AUTH_SIGNATURE_MISMATCH)
+					return body_fail(st, CN_S3_SignatureDoesNotMatch);
+				return body_fail(st, e == CN_ERR_TOO_LARGE ? CN_S3_InvalidRequest
+				                                           : CN_S3_IncompleteBody);
+			}
+			st->decoded += made;
+			if (made > 0) {
+				n = (ssize_t)made;
+				break;
+			}
+			if (st->ac.done) {
+				n = 0;
+				break;
+			}
+		}
+	}
+	if (n < 0) {
+		st->failed = true;
+		return n;
+	}
+	if (n > 0) {
+		if (st->sha)
+			EVP_DigestUpdate(st->sha, buf, (size_t)n);
+		return n;
+	}
+	/* EOF: final checks before anyone commits anything. */
+	if (st->awschunked && r->body_len >= 0 && st->decoded != (uint64_t)r->body_len)
+		return body_fail(st, CN_S3_IncompleteBody);
+	if (st->sha) {
+		unsigned char md[32];
+		char hex[65];
+		EVP_DigestFinal_ex(st->sha, md, NULL);
+		cn_hex_encode(md, 32, hex);
+		if (strcmp(hex, r->auth.content_sha256) != 0)
+			return body_fail(st, CN_S3_XAmzContentSHA256Mismatch);
+	}
+	st->eof = true;
+	return 0;
+}
+
+static cn_s3_code body_setup(cn_s3_req *r)
+{
+	const cn_http_req *h = r->h;
+	body_state *st = cn_s3_alloc(r, sizeof *st);
+	memset(st, 0, sizeof *st);
+	st->rd.read = body_read;
+	st->r = r;
+	st->raw = cn_http_body(r->x);
+	r->body_state = st;
+	r->body = &st->rd;
+	r->body_len = h->chunked ? -1 : (h->content_length >= 0 ? h->content_length : 0);
+	cn_payload_mode pm = r->auth.payload;
+	const char *ce = cn_s3_header(r, "content-encoding");
+	bool streaming = pm == CN_PAYLOAD_STREAMING_SIGNED || pm == CN_PAYLOAD_STREAMING_SIGNED_TRAILER ||
+	                 pm == CN_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
+	if (streaming || (ce && strstr(ce, "aws-chunked"))) {
+		st->awschunked = true;
+		const char *dl = cn_s3_header(r, "x-amz-decoded-content-length");
+		if (dl) {
+			char *end;
+			long long v = strtoll(dl, &end, 10);
+			if (*end || v < 0)
+				return CN_S3_InvalidArgument;
+			r->body_len = v;
+		} else {
+			r->body_len = -1;
+		}
+		st->inbuf = cn_s3_alloc(r, AWSCHUNK_BUF);
+		if (cn_auth_stream_init(&st->as, &r->auth) != CN_OK)
+			return CN_S3_InternalError;
+		st->as_init = true;
+		cn_http_awschunked_init(&st->ac, &st->as.v);
+	} else if (pm == CN_PAYLOAD_SHA256) {
+		st->sha = EVP_MD_CTX_new();
+		if (!st->sha || !EVP_DigestInit_ex(st->sha, EVP_sha256(), NULL))
+			return CN_S3_InternalError;
+	}
+	return CN_S3_OK;
+}
+
+static void body_teardown(cn_s3_req *r)
+{
+	body_state *st = r->body_state;
+	if (!st)
+		return;
+	if (st->as_init)
+		cn_auth_stream_fini(&st->as);
+	if (st->sha)
+		EVP_MD_CTX_free(st->sha);
+}
+
+const char *cn_s3_trailer_checksum(cn_s3_req *r, const char **name)
+{
+	body_state *st = r->body_state;
+	if (!st || !st->as_init || !st->as.trailer_checksum_name[0])
+		return NULL;
+	if (name)
+		*name = st->as.trailer_checksum_name;
+	return st->as.trailer_checksum_value;
+}
+
+const char *cn_s3_declared_trailer(cn_s3_req *r)
+{
+	const char *t = cn_s3_header(r, "x-amz-trailer");
+	if (t && strncasecmp(t, "x-amz-checksum-", 15) == 0) {
+		char *l = cn_s3_strndup(r, t, strlen(t));
+		for (char *p = l; *p; p++)
+			if (*p >= 'A' && *p <= 'Z')
+				*p = (char)(*p - 'A' + 'a');
+		return l;
+	}
+	return NULL;
+}
+
+cn_err cn_s3_read_body(cn_s3_req *r, size_t max, cn_buf *out)
+{
+	char tmp[16384];
+	EVP_MD_CTX *md5 = NULL;
+	const char *cmd5 = cn_s3_header(r, "content-md5");
+	if (cmd5) {
+		md5 = EVP_MD_CTX_new();
+		if (!md5 || !EVP_DigestInit_ex(md5, EVP_md5(), NULL)) {
+			EVP_MD_CTX_free(md5);
+			return CN_ERR_NOMEM;
+		}
+	}
+	cn_err err = CN_OK;
+	for (;;) {
+		ssize_t n = r->body->read(r->body, tmp, sizeof tmp);
+		if (n < 0) {
+			err = (cn_err)-n;
+			break;
+		}
+		if (n == 0)
+			break;
+		if (out->len + (size_t)n > max) {
+			err = CN_ERR_TOO_LARGE;
+			break;
+		}
+		if ((err = cn_buf_append(out, tmp, (size_t)n)))
+			break;
+		if (md5)
+			EVP_DigestUpdate(md5, tmp, (size_t)n);
+	}
+	if (!err && md5) {
+		unsigned char got[16], want[16];
+		size_t wl = 0;
+		EVP_DigestFinal_ex(md5, got, NULL);
+		if (cn_base64_decode(cn_str_c(cmd5), want, sizeof want, &wl) != CN_OK || wl != 16) {
+			r->body_error = CN_S3_InvalidDigest;
+			err = CN_ERR_ABORTED;
+		} else if (memcmp(got, want, 16) != 0) {
+			err = CN_ERR_DIGEST;
+		}
+	}
+	EVP_MD_CTX_free(md5);
+	return err;
+}
+
+/* ---- request setup --------------------------------------------------------------------- */
+
+static cn_s3_code parse_query(cn_s3_req *r)
+{
+	cn_str q = r->h->query;
+	size_t n = 0;
+	for (size_t i = 0; i < q.len; i++)
+		if (q.p[i] == '&')
+			n++;
+	if (q.len == 0)
+		return CN_S3_OK;
+	if (n + 1 > MAX_QUERY_PARAMS)
+		return CN_S3_InvalidArgument;
+	r->query = cn_s3_alloc(r, (n + 1) * sizeof *r->query);
+	size_t start = 0;
+	for (size_t i = 0; i <= q.len; i++) {
+		if (i < q.len && q.p[i] != '&')
+			continue;
+		cn_str part = { q.p + start, i - start };
+		start = i + 1;
+		if (part.len == 0)
+			continue;
+		const char *eq = memchr(part.p, '=', part.len);
+		cn_str name = { part.p, eq ? (size_t)(eq - part.p) : part.len };
+		cn_str val = eq ? (cn_str){ eq + 1, part.len - name.len - 1 } : (cn_str){ "", 0 };
+		char *dn = cn_s3_alloc(r, name.len + 1), *dv = cn_s3_alloc(r, val.len + 1);
+		if (cn_url_decode(name, true, dn, name.len + 1, NULL) ||
+		    cn_url_decode(val, true, dv, val.len + 1, NULL))
+			return CN_S3_InvalidArgument;
+		r->query[r->nquery].name = dn;
+		r->query[r->nquery].value = dv;
+		r->nquery++;
+	}
+	return CN_S3_OK;
+}
+
+/* Host without port, lowercased, into the arena. */
+static char *host_only(cn_s3_req *r)
+{
+	cn_str h = r->h->host;
+	size_t len = h.len;
+	if (len && h.p[0] == '[') {
+		const char *e = memchr(h.p, ']', h.len);
+		len = e ? (size_t)(e - h.p) + 1 : h.len;
+	} else {
+		const char *c = memchr(h.p, ':', h.len);
+		if (c)
+			len = (size_t)(c - h.p);
+	}
+	char *s = cn_s3_strndup(r, h.p, len);
+	for (char *p = s; *p; p++)
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+	return s;
+}
+
+static cn_s3_code parse_target(cn_s3_req *r)
+{
+	cn_str path = r->h->path;
+	char *dec = cn_s3_alloc(r, path.len + 1);
+	size_t dlen = 0;
+	if (cn_url_decode(path, false, dec, path.len + 1, &dlen) != CN_OK)
+		return CN_S3_InvalidURI;
+	if (memchr(dec, 0, dlen))
+		return CN_S3_InvalidObjectName;
+	const char *p = dec;
+	if (*p == '/')
+		p++;
+	const char *domain = r->srv->cfg.domain;
+	if (domain && domain[0]) {
+		char *host = host_only(r);
+		size_t hl = strlen(host), dl = strlen(domain);
+		if (hl > dl + 1 && host[hl - dl - 1] == '.' && strcmp(host + hl - dl, domain) == 0) {
+			r->bucket = cn_s3_strndup(r, host, hl - dl - 1);
+			r->key = cn_s3_strndup(r, p, strlen(p));
+			return CN_S3_OK;
+		}
+	}
+	const char *slash = strchr(p, '/');
+	if (!slash) {
+		r->bucket = cn_s3_strndup(r, p, strlen(p));
+		r->key = "";
+	} else {
+		r->bucket = cn_s3_strndup(r, p, (size_t)(slash - p));
+		r->key = cn_s3_strndup(r, slash + 1, strlen(slash + 1));
+	}
+	return CN_S3_OK;
+}
+
+static cn_s3_code auth_code(cn_auth_err e)
+{
+	switch (e) {
+	case CN_AUTH_OK: return CN_S3_OK;
+	case CN_AUTH_ANONYMOUS: return CN_S3_AccessDenied;
+	case CN_AUTH_MALFORMED: return CN_S3_AuthorizationHeaderMalformed;
+	case CN_AUTH_UNKNOWN_KEY: return CN_S3_InvalidAccessKeyId;
+	case CN_AUTH_SIGNATURE_MISMATCH: return CN_S3_SignatureDoesNotMatch;
+	case CN_AUTH_TIME_SKEWED: return CN_S3_RequestTimeTooSkewed;
+	case CN_AUTH_EXPIRED: return CN_S3_AccessDenied;
+	case CN_AUTH_MISSING_DATE: return CN_S3_AccessDenied;
+	case CN_AUTH_BAD_CONTENT_SHA256: return CN_S3_InvalidArgument;
+	case CN_AUTH_UNSUPPORTED: return CN_S3_NotImplemented;
+	case CN_AUTH_EXPIRES_TOO_LARGE: return CN_S3_AuthorizationQueryParametersError;
+	}
+	return CN_S3_AccessDenied;
+}
+
+static const char *auth_message(cn_auth_err e, const cn_auth_result *a)
+{
+	if (a->detail)
+		return a->detail;
+	switch (e) {
+	case CN_AUTH_EXPIRED: return "Request has expired";
+	case CN_AUTH_MISSING_DATE: return "AWS authentication requires a valid Date or x-amz-date header";
+	case CN_AUTH_ANONYMOUS: return "Access Denied.";
+	default: return NULL;
+	}
+}
+
+static const char *lookup_secret(void *ctx, cn_str access_key)
+{
+	cn_s3_server *s = ctx;
+	if (cn_str_eq_c(access_key, s->cfg.access_key))
+		return s->cfg.secret_key;
+	return NULL;
+}
+
+/* Sub-resources of S3 that cairn does not implement yet: answered 501. */
+static const char *const unimplemented_subresources[] = {
+	"accelerate", "analytics", "attributes", "cors", "encryption", "intelligent-tiering",
+	"inventory", "legal-hold", "lifecycle", "logging", "metrics", "notification",
+	"object-lock", "ownershipControls", "partNumber", "policy", "policyStatus",
+	"publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
+	"tagging", "torrent", "uploadId", "uploads", "versions", "website", NULL
+};
+
+static void not_implemented(cn_s3_req *r, const char *what)
+{
+	char msg[160];
+	snprintf(msg, sizeof msg, "%s is not implemented by cairn yet.", what);
+	cn_s3_error(r, CN_S3_NotImplemented, msg);
+}
+
+static void get_bucket_versioning(cn_s3_req *r)
+{
+	cn_bucket_info bi;
+	cn_err e = cn_obj_head_bucket(r->store, r->bucket, &bi);
+	if (e) {
+		cn_s3_error_from(r, e);
+		return;
+	}
+	cn_buf b;
+	cn_buf_init(&b);
+	cn_xml_decl(&b);
+	cn_buf_puts(&b, "<VersioningConfiguration xmlns=\"" CN_S3_XMLNS "\"/>");
+	cn_s3_send_xml(r, 200, &b);
+	cn_buf_fini(&b);
+}
+
+static void route(cn_s3_req *r)
+{
+	cn_str m = r->h->method;
+	bool get = cn_str_eq_c(m, "GET"), put = cn_str_eq_c(m, "PUT"), head = cn_str_eq_c(m, "HEAD"),
+	     del = cn_str_eq_c(m, "DELETE"), post = cn_str_eq_c(m, "POST");
+	if (!get && !put && !head && !del && !post) {
+		cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
+		return;
+	}
+	if (!r->bucket[0]) {
+		if (get && r->nquery == 0)
+			cn_s3_list_buckets(r);
+		else if (get)
+			cn_s3_list_buckets(r);
+		else
+			cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
+		return;
+	}
+	if (cn_s3_query(r, "versioning") && !r->key[0] && get) {
+		get_bucket_versioning(r);
+		return;
+	}
+	for (size_t i = 0; unimplemented_subresources[i]; i++) {
+		if (cn_s3_query(r, unimplemented_subresources[i])) {
+			if (strcmp(unimplemented_subresources[i], "partNumber") == 0 && (get || head) &&
+			    r->key[0])
+				break; /* GET ?partNumber=1 of a single-part object works */
+			char what[96];
+			snprintf(what, sizeof what, "The '%s' sub-resource", unimplemented_subresources[i]);
+			not_implemented(r, what);
+			return;
+		}
+	}
+	if (cn_s3_query(r, "versioning")) {
+		not_implemented(r, "Bucket versioning");
+		return;
+	}
+	const char *vid = cn_s3_query(r, "versionId");
+	if (vid && strcmp(vid, "null") != 0) {
+		cn_s3_error(r, CN_S3_InvalidArgument, "Invalid version id specified");
+		return;
+	}
+	bool acl = cn_s3_query(r, "acl") != NULL;
+	if (!r->key[0]) {
+		if (acl && get)
+			cn_s3_get_acl(r);
+		else if (acl && put)
+			cn_s3_put_acl(r);
+		else if (acl)
+			cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
+		else if (get && cn_s3_query(r, "location"))
+			cn_s3_get_bucket_location(r);
+		else if (get)
+			cn_s3_list_objects(r);
+		else if (put)
+			cn_s3_create_bucket(r);
+		else if (head)
+			cn_s3_head_bucket(r);
+		else if (del)
+			cn_s3_delete_bucket(r);
+		else if (post && cn_s3_query(r, "delete"))
+			cn_s3_delete_objects(r);
+		else if (post)
+			not_implemented(r, "POST object upload (browser form)");
+		else
+			cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
+		return;
+	}
+	if (acl && get)
+		cn_s3_get_acl(r);
+	else if (acl && put)
+		cn_s3_put_acl(r);
+	else if (acl)
+		cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
+	else if (get || head)
+		cn_s3_get_object(r);
+	else if (put)
+		cn_s3_put_object(r);
+	else if (del)
+		cn_s3_delete_object(r);
+	else
+		cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
+}
+
+static bool health(cn_s3_server *s, cn_http_exchange *x, const cn_http_req *h)
+{
+	if (!cn_str_has_prefix(h->path, "/minio/health/"))
+		return false;
+	cn_str what = { h->path.p + 14, h->path.len - 14 };
+	int status;
+	if (cn_str_eq_c(what, "live"))
+		status = 200;
+	else if (cn_str_eq_c(what, "ready") || cn_str_eq_c(what, "cluster") ||
+	         cn_str_eq_c(what, "cluster/read"))
+		status = s->ready && cn_obj_store_ready(s->cfg.store) ? 200 : 503;
+	else
+		return false;
+	cn_http_resp_start(x, status);
+	cn_http_resp_send(x, NULL, 0);
+	return true;
+}
+
+void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x)
+{
+	const cn_http_req *h = cn_http_request(x);
+	if (health(s, x, h))
+		return;
+	cn_s3_req r;
+	memset(&r, 0, sizeof r);
+	r.srv = s;
+	r.store = s->cfg.store;
+	r.x = x;
+	r.h = h;
+	r.reqid = cn_http_request_id(x);
+	r.bucket = "";
+	r.key = "";
+	r.head = cn_str_eq_c(h->method, "HEAD");
+	cn_s3_code c = parse_target(&r);
+	if (!c)
+		c = parse_query(&r);
+	if (!c) {
+		cn_auth_config ac = {
+			.lookup = lookup_secret,
+			.lookup_ctx = s,
+			.region = s->cfg.enforce_region ? s->cfg.region : NULL,
+			.max_skew_ms = 15 * 60 * 1000,
+		};
+		cn_auth_err ae = cn_auth_check(&ac, h, cn_now_ms(), &r.auth);
+		if (ae != CN_AUTH_OK) {
+			cn_s3_error(&r, auth_code(ae), auth_message(ae, &r.auth));
+			goto out;
+		}
+		c = body_setup(&r);
+	}
+	if (c) {
+		cn_s3_error(&r, c, NULL);
+		goto out;
+	}
+	route(&r);
+out:
+	body_teardown(&r);
+	arena_free(&r);
+}
+
+cn_err cn_s3_new(const cn_s3_config *cfg, cn_s3_server **out)
+{
+	cn_s3_server *s = calloc(1, sizeof *s);
+	if (!s)
+		return CN_ERR_NOMEM;
+	s->cfg = *cfg;
+	*out = s;
+	return CN_OK;
+}
+
+void cn_s3_free(cn_s3_server *s)
+{
+	free(s);
+}
+
+void cn_s3_set_ready(cn_s3_server *s, bool ready)
+{
+	s->ready = ready;
+}

@@ -1,0 +1,30 @@
+/* s3: the S3 API layer — routing (path- and virtual-host style), authentication
+ * (src/s3/auth.h), handlers for each operation, XML in and out, and S3 errors. One entry
+ * point: the server glue hands each request exchange to cn_s3_handle. Calls only the
+ * object layer below it (src/object/object.h). */
+#ifndef CN_S3_H
+#define CN_S3_H
+
+#include "http/http.h"
+#include "object/object.h"
+
+typedef struct cn_s3_config {
+	cn_obj_store *store;
+	const char *access_key;  /* root credentials */
+	const char *secret_key;
+	const char *region;      /* "us-east-1" */
+	const char *domain;      /* --domain for virtual-host style, NULL when unset */
+	bool enforce_region;     /* reject a credential scope for another region */
+} cn_s3_config;
+
+typedef struct cn_s3_server cn_s3_server;
+cn_err cn_s3_new(const cn_s3_config *cfg, cn_s3_server **out);
+void cn_s3_free(cn_s3_server *s);
+/* Handles one request completely (reads its body, sends the whole response). Worker
+ * thread; may block. Never fails: every problem becomes an S3 error response (or, if the
+ * head was already sent, a closed connection). */
+void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x);
+/* Marks the server ready/not ready for /minio/health/ready. */
+void cn_s3_set_ready(cn_s3_server *s, bool ready);
+
+#endif

@@ -1,0 +1,429 @@
+/* util.c: implementations of the shared helpers declared in util.h — error names, string
+ * views, cn_buf, stream helpers, logging, time formatting/parsing and the small encoders
+ * (hex, base64, percent-encoding, UTF-8 validation) that several layers use. */
+#include "util/util.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+
+static const char *const err_names[CN_ERR__COUNT] = {
+	[CN_OK] = "ok", [CN_ERR_NOMEM] = "out of memory", [CN_ERR_INVALID] = "invalid input",
+	[CN_ERR_NOT_FOUND] = "not found", [CN_ERR_EXISTS] = "already exists", [CN_ERR_IO] = "I/O error",
+	[CN_ERR_NOSPACE] = "no space left", [CN_ERR_CORRUPT] = "corrupt data",
+	[CN_ERR_OFFLINE] = "drive offline", [CN_ERR_TIMEOUT] = "timed out",
+	[CN_ERR_TOO_LARGE] = "too large", [CN_ERR_CLOSED] = "connection closed",
+	[CN_ERR_BUSY] = "busy", [CN_ERR_QUORUM] = "quorum not reached",
+	[CN_ERR_NO_BUCKET] = "no such bucket", [CN_ERR_NO_KEY] = "no such key",
+	[CN_ERR_BUCKET_EXISTS] = "bucket exists", [CN_ERR_BUCKET_NOT_EMPTY] = "bucket not empty",
+	[CN_ERR_BAD_KEY] = "invalid object key", [CN_ERR_KEY_TOO_LONG] = "object key too long",
+	[CN_ERR_BAD_BUCKET_NAME] = "invalid bucket name", [CN_ERR_DIGEST] = "digest mismatch",
+	[CN_ERR_ABORTED] = "aborted by body reader", [CN_ERR_UNSUPPORTED] = "not supported",
+};
+
+const char *cn_err_str(cn_err e)
+{
+	if ((unsigned)e >= CN_ERR__COUNT || !err_names[e])
+		return "unknown error";
+	return err_names[e];
+}
+
+void cn_assert_fail(const char *expr, const char *file, int line)
+{
+	fprintf(stderr, "cairn: assertion failed: %s (%s:%d)\n", expr, file, line);
+	abort();
+}
+
+bool cn_str_eq(cn_str a, cn_str b)
+{
+	return a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
+}
+
+bool cn_str_eq_c(cn_str a, const char *c)
+{
+	size_t n = strlen(c);
+	return a.len == n && (n == 0 || memcmp(a.p, c, n) == 0);
+}
+
+bool cn_str_ieq_c(cn_str a, const char *c)
+{
+	size_t n = strlen(c);
+	return a.len == n && (n == 0 || strncasecmp(a.p, c, n) == 0);
+}
+
+bool cn_str_has_prefix(cn_str a, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	return a.len >= n && memcmp(a.p, prefix, n) == 0;
+}
+
+void cn_buf_init(cn_buf *b)
+{
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+void cn_buf_fini(cn_buf *b)
+{
+	free(b->p);
+	cn_buf_init(b);
+}
+
+cn_err cn_buf_reserve(cn_buf *b, size_t extra)
+{
+	if (extra > SIZE_MAX / 2 - b->len)
+		return CN_ERR_NOMEM;
+	size_t need = b->len + extra + 1;
+	if (need <= b->cap)
+		return CN_OK;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < need)
+		cap *= 2;
+	char *p = realloc(b->p, cap);
+	if (!p)
+		return CN_ERR_NOMEM;
+	b->p = p;
+	b->cap = cap;
+	return CN_OK;
+}
+
+cn_err cn_buf_append(cn_buf *b, const void *p, size_t len)
+{
+	cn_err e = cn_buf_reserve(b, len);
+	if (e)
+		return e;
+	if (len)
+		memcpy(b->p + b->len, p, len);
+	b->len += len;
+	b->p[b->len] = 0;
+	return CN_OK;
+}
+
+cn_err cn_buf_puts(cn_buf *b, const char *s)
+{
+	return cn_buf_append(b, s, strlen(s));
+}
+
+cn_err cn_buf_printf(cn_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char tmp[256];
+	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return CN_ERR_INVALID;
+	if ((size_t)n < sizeof tmp)
+		return cn_buf_append(b, tmp, (size_t)n);
+	cn_err e = cn_buf_reserve(b, (size_t)n);
+	if (e)
+		return e;
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return CN_OK;
+}
+
+ssize_t cn_read_full(cn_reader *r, void *buf, size_t len)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = r->read(r, (char *)buf + got, len - got);
+		if (n < 0)
+			return n;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+cn_log_level cn_log_min = CN_LOG_INFO;
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void cn_log(cn_log_level lvl, const char *reqid, const char *fmt, ...)
+{
+	if (lvl < cn_log_min)
+		return;
+	static const char *const names[] = { "DEBUG", "INFO", "WARN", "ERROR" };
+	char ts[25], line[2048];
+	cn_time_iso8601(cn_now_ms(), ts);
+	int n = snprintf(line, sizeof line, "%s %-5s ", ts, names[lvl]);
+	if (reqid && n >= 0 && (size_t)n < sizeof line)
+		n += snprintf(line + n, sizeof line - (size_t)n, "[%s] ", reqid);
+	va_list ap;
+	va_start(ap, fmt);
+	if (n >= 0 && (size_t)n < sizeof line)
+		vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&log_mu);
+	fprintf(stderr, "%s\n", line);
+	pthread_mutex_unlock(&log_mu);
+}
+
+int64_t cn_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t cn_mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *const wdays[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+static const char *const months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+				       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+
+void cn_time_http(int64_t ms, char out[30])
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	char tmp[96];
+	snprintf(tmp, sizeof tmp, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[tm.tm_wday], tm.tm_mday,
+		 months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	memcpy(out, tmp, 29);
+	out[29] = 0;
+}
+
+void cn_time_iso8601(int64_t ms, char out[25])
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	char tmp[96];
+	snprintf(tmp, sizeof tmp, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+	memcpy(out, tmp, 24);
+	out[24] = 0;
+}
+
+static cn_err tm_to_ms(struct tm *tm, int64_t *ms)
+{
+	if (tm->tm_mon < 0 || tm->tm_mon > 11 || tm->tm_mday < 1 || tm->tm_mday > 31 ||
+	    tm->tm_hour > 23 || tm->tm_min > 59 || tm->tm_sec > 60 || tm->tm_year < 0)
+		return CN_ERR_INVALID;
+	*ms = (int64_t)timegm(tm) * 1000;
+	return CN_OK;
+}
+
+cn_err cn_time_parse_http(cn_str s, int64_t *ms)
+{
+	char buf[64];
+	if (s.len == 0 || s.len >= sizeof buf)
+		return CN_ERR_INVALID;
+	memcpy(buf, s.p, s.len);
+	buf[s.len] = 0;
+	struct tm tm;
+	const char *fmts[] = { "%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
+			       "%a %b %e %H:%M:%S %Y" };
+	for (size_t i = 0; i < 3; i++) {
+		memset(&tm, 0, sizeof tm);
+		const char *end = strptime(buf, fmts[i], &tm);
+		if (end && *end == 0)
+			return tm_to_ms(&tm, ms);
+	}
+	return CN_ERR_INVALID;
+}
+
+cn_err cn_time_parse_amz(cn_str s, int64_t *ms)
+{
+	if (s.len != 16 || s.p[8] != 'T' || s.p[15] != 'Z')
+		return CN_ERR_INVALID;
+	int v[6];
+	const int pos[6][2] = { { 0, 4 }, { 4, 2 }, { 6, 2 }, { 9, 2 }, { 11, 2 }, { 13, 2 } };
+	for (int i = 0; i < 6; i++) {
+		v[i] = 0;
+		for (int j = 0; j < pos[i][1]; j++) {
+			char c = s.p[pos[i][0] + j];
+			if (c < '0' || c > '9')
+				return CN_ERR_INVALID;
+			v[i] = v[i] * 10 + (c - '0');
+		}
+	}
+	struct tm tm = { .tm_year = v[0] - 1900, .tm_mon = v[1] - 1, .tm_mday = v[2],
+			 .tm_hour = v[3], .tm_min = v[4], .tm_sec = v[5] };
+	return tm_to_ms(&tm, ms);
+}
+
+void cn_hex_encode(const unsigned char *in, size_t len, char *out)
+{
+	static const char hx[] = "0123456789abcdef";
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = hx[in[i] >> 4];
+		out[2 * i + 1] = hx[in[i] & 15];
+	}
+	out[2 * len] = 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+cn_err cn_hex_decode(cn_str in, unsigned char *out, size_t outlen)
+{
+	if (in.len != 2 * outlen)
+		return CN_ERR_INVALID;
+	for (size_t i = 0; i < outlen; i++) {
+		int h = hexval(in.p[2 * i]), l = hexval(in.p[2 * i + 1]);
+		if (h < 0 || l < 0)
+			return CN_ERR_INVALID;
+		out[i] = (unsigned char)(h << 4 | l);
+	}
+	return CN_OK;
+}
+
+size_t cn_base64_encode(const unsigned char *in, size_t len, char *out)
+{
+	return (size_t)EVP_EncodeBlock((unsigned char *)out, in, (int)len);
+}
+
+cn_err cn_base64_decode(cn_str in, unsigned char *out, size_t cap, size_t *outlen)
+{
+	static const signed char tbl[256] = {
+		['A'] = 1,  ['B'] = 2,  ['C'] = 3,  ['D'] = 4,  ['E'] = 5,  ['F'] = 6,  ['G'] = 7,
+		['H'] = 8,  ['I'] = 9,  ['J'] = 10, ['K'] = 11, ['L'] = 12, ['M'] = 13, ['N'] = 14,
+		['O'] = 15, ['P'] = 16, ['Q'] = 17, ['R'] = 18, ['S'] = 19, ['T'] = 20, ['U'] = 21,
+		['V'] = 22, ['W'] = 23, ['X'] = 24, ['Y'] = 25, ['Z'] = 26, ['a'] = 27, ['b'] = 28,
+		['c'] = 29, ['d'] = 30, ['e'] = 31, ['f'] = 32, ['g'] = 33, ['h'] = 34, ['i'] = 35,
+		['j'] = 36, ['k'] = 37, ['l'] = 38, ['m'] = 39, ['n'] = 40, ['o'] = 41, ['p'] = 42,
+		['q'] = 43, ['r'] = 44, ['s'] = 45, ['t'] = 46, ['u'] = 47, ['v'] = 48, ['w'] = 49,
+		['x'] = 50, ['y'] = 51, ['z'] = 52, ['0'] = 53, ['1'] = 54, ['2'] = 55, ['3'] = 56,
+		['4'] = 57, ['5'] = 58, ['6'] = 59, ['7'] = 60, ['8'] = 61, ['9'] = 62, ['+'] = 63,
+		['/'] = 64,
+	};
+	if (in.len % 4)
+		return CN_ERR_INVALID;
+	size_t n = 0;
+	for (size_t i = 0; i < in.len; i += 4) {
+		int v[4], pad = 0;
+		for (int j = 0; j < 4; j++) {
+			unsigned char c = (unsigned char)in.p[i + (size_t)j];
+			if (c == '=' && i + 4 == in.len && j >= 2) {
+				v[j] = 0;
+				pad++;
+			} else if (pad || !tbl[c]) {
+				return CN_ERR_INVALID;
+			} else {
+				v[j] = tbl[c] - 1;
+			}
+		}
+		if (pad == 1 && in.p[i + 2] == '=')
+			return CN_ERR_INVALID;
+		unsigned w = (unsigned)(v[0] << 18 | v[1] << 12 | v[2] << 6 | v[3]);
+		unsigned char bytes[3] = { (unsigned char)(w >> 16), (unsigned char)(w >> 8), (unsigned char)w };
+		for (int j = 0; j < 3 - pad; j++) {
+			if (n >= cap)
+				return CN_ERR_TOO_LARGE;
+			out[n++] = bytes[j];
+		}
+	}
+	*outlen = n;
+	return CN_OK;
+}
+
+cn_err cn_url_decode(cn_str in, bool plus_is_space, char *out, size_t cap, size_t *outlen)
+{
+	size_t n = 0;
+	if (cap < in.len + 1)
+		return CN_ERR_TOO_LARGE;
+	for (size_t i = 0; i < in.len; i++) {
+		char c = in.p[i];
+		if (c == '%') {
+			if (i + 2 >= in.len)
+				return CN_ERR_INVALID;
+			int h = hexval(in.p[i + 1]), l = hexval(in.p[i + 2]);
+			if (h < 0 || l < 0)
+				return CN_ERR_INVALID;
+			out[n++] = (char)(h << 4 | l);
+			i += 2;
+		} else if (c == '+' && plus_is_space) {
+			out[n++] = ' ';
+		} else {
+			out[n++] = c;
+		}
+	}
+	out[n] = 0;
+	if (outlen)
+		*outlen = n;
+	return CN_OK;
+}
+
+cn_err cn_url_encode(cn_buf *b, cn_str in, bool keep_slash)
+{
+	static const char hx[] = "0123456789ABCDEF";
+	cn_err e = cn_buf_reserve(b, in.len * 3);
+	if (e)
+		return e;
+	for (size_t i = 0; i < in.len; i++) {
+		unsigned char c = (unsigned char)in.p[i];
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '_' || c == '.' || c == '~' || (c == '/' && keep_slash)) {
+			b->p[b->len++] = (char)c;
+		} else {
+			b->p[b->len++] = '%';
+			b->p[b->len++] = hx[c >> 4];
+			b->p[b->len++] = hx[c & 15];
+		}
+	}
+	b->p[b->len] = 0;
+	return CN_OK;
+}
+
+bool cn_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+	while (i < len) {
+		unsigned char c = p[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		size_t n;
+		uint32_t cp;
+		if (c >= 0xc2 && c <= 0xdf) {
+			n = 1;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			n = 2;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			n = 3;
+			cp = c & 0x07;
+		} else {
+			return false;
+		}
+		if (i + n >= len)
+			return false;
+		for (size_t j = 1; j <= n; j++) {
+			if ((p[i + j] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i + j] & 0x3f);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += n + 1;
+	}
+	return true;
+}

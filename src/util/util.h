@@ -1,0 +1,143 @@
+/* util: the small shared vocabulary of every cairn module — the internal error enum,
+ * borrowed string views, the byte-stream reader/writer interfaces that carry object data
+ * between layers, a growable byte buffer, logging and time helpers.
+ *
+ * Conventions (STYLE.md): fallible functions return cn_err (CN_OK == 0) and give results
+ * through out-parameters; bugs are asserts (CN_ASSERT aborts with file:line, always on).
+ * Nothing here allocates behind the caller's back except cn_buf, which owns its bytes. */
+#ifndef CN_UTIL_H
+#define CN_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Internal errors, shared by every layer. The s3 layer maps them to S3 error codes once,
+ * at the edge (src/s3/errors.def); lower layers never know about S3 codes. */
+typedef enum cn_err {
+	CN_OK = 0,
+	CN_ERR_NOMEM,          /* allocation failed */
+	CN_ERR_INVALID,        /* malformed input or argument */
+	CN_ERR_NOT_FOUND,      /* generic: no such thing */
+	CN_ERR_EXISTS,         /* generic: already exists */
+	CN_ERR_IO,             /* an I/O error (errno logged where it happened) */
+	CN_ERR_NOSPACE,        /* drive full */
+	CN_ERR_CORRUPT,        /* checksum/format mismatch on stored data */
+	CN_ERR_OFFLINE,        /* drive unreachable */
+	CN_ERR_TIMEOUT,        /* peer or drive too slow */
+	CN_ERR_TOO_LARGE,      /* input over a limit */
+	CN_ERR_CLOSED,         /* peer closed the connection / body ended early */
+	CN_ERR_BUSY,           /* overloaded, try later (-> 503 SlowDown) */
+	CN_ERR_QUORUM,         /* not enough drives agree */
+	CN_ERR_NO_BUCKET,      /* bucket does not exist */
+	CN_ERR_NO_KEY,         /* object does not exist */
+	CN_ERR_BUCKET_EXISTS,  /* bucket already exists */
+	CN_ERR_BUCKET_NOT_EMPTY,
+	CN_ERR_BAD_KEY,        /* object key cannot be stored (invalid UTF-8, NUL, bad component) */
+	CN_ERR_KEY_TOO_LONG,   /* object key over 1024 bytes */
+	CN_ERR_BAD_BUCKET_NAME,
+	CN_ERR_DIGEST,         /* body did not match a digest the client sent */
+	CN_ERR_ABORTED,        /* the body reader reported a protocol/auth error; the caller
+	                          that owns the reader knows the precise cause */
+	CN_ERR_UNSUPPORTED,
+	CN_ERR__COUNT
+} cn_err;
+
+const char *cn_err_str(cn_err e);
+
+#define CN_ASSERT(c) \
+	((c) ? (void)0 : cn_assert_fail(#c, __FILE__, __LINE__))
+_Noreturn void cn_assert_fail(const char *expr, const char *file, int line);
+
+/* A borrowed view of bytes; never owns, never NUL-terminated unless said. */
+typedef struct cn_str {
+	const char *p;
+	size_t len;
+} cn_str;
+#define CN_STR(lit) ((cn_str){ (lit), sizeof(lit) - 1 })
+static inline cn_str cn_str_c(const char *s);
+bool cn_str_eq(cn_str a, cn_str b);
+bool cn_str_eq_c(cn_str a, const char *c);        /* exact */
+bool cn_str_ieq_c(cn_str a, const char *c);       /* ASCII case-insensitive */
+bool cn_str_has_prefix(cn_str a, const char *prefix);
+
+/* A name/value pair of owned, NUL-terminated strings (metadata headers, query params). */
+typedef struct cn_kv {
+	char *name;
+	char *value;
+} cn_kv;
+
+/* Growable byte buffer; owns its memory. cn_buf_fini frees. Append functions return
+ * CN_ERR_NOMEM on allocation failure and leave the buffer as it was. */
+typedef struct cn_buf {
+	char *p;
+	size_t len, cap;
+} cn_buf;
+void cn_buf_init(cn_buf *b);
+void cn_buf_fini(cn_buf *b);
+cn_err cn_buf_reserve(cn_buf *b, size_t extra);
+cn_err cn_buf_append(cn_buf *b, const void *p, size_t len);
+cn_err cn_buf_puts(cn_buf *b, const char *s);
+cn_err cn_buf_printf(cn_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Keeps p NUL-terminated after every append (the NUL is not counted in len). */
+
+/* Byte streams between layers. A reader returns bytes > 0, 0 at end of stream, or a
+ * negative cn_err (-CN_ERR_xxx) on failure; after a failure or EOF it is not called again.
+ * A writer consumes all len bytes or returns an error. send_fd is optional (NULL when
+ * unsupported): it sends len bytes of fd from off without copying through user space. */
+typedef struct cn_reader cn_reader;
+struct cn_reader {
+	ssize_t (*read)(cn_reader *r, void *buf, size_t len);
+};
+typedef struct cn_writer cn_writer;
+struct cn_writer {
+	cn_err (*write)(cn_writer *w, const void *buf, size_t len);
+	cn_err (*send_fd)(cn_writer *w, int fd, int64_t off, int64_t len);
+};
+/* Reads until len bytes or EOF; returns bytes read (< len only at EOF) or negative cn_err. */
+ssize_t cn_read_full(cn_reader *r, void *buf, size_t len);
+
+/* Logging: one line to stderr, with level and optional request id. Thread-safe. */
+typedef enum { CN_LOG_DEBUG, CN_LOG_INFO, CN_LOG_WARN, CN_LOG_ERROR } cn_log_level;
+extern cn_log_level cn_log_min;
+void cn_log(cn_log_level lvl, const char *reqid, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Time. */
+int64_t cn_now_ms(void);          /* wall clock, ms since epoch */
+int64_t cn_mono_ms(void);         /* monotonic ms */
+/* Formats: "Tue, 15 Nov 1994 08:12:31 GMT" (IMF-fixdate, 29 chars + NUL) */
+void cn_time_http(int64_t ms, char out[30]);
+/* "2006-01-02T15:04:05.000Z" (24 chars + NUL) */
+void cn_time_iso8601(int64_t ms, char out[25]);
+/* Parses IMF-fixdate, RFC 850 and asctime dates; returns CN_ERR_INVALID otherwise. */
+cn_err cn_time_parse_http(cn_str s, int64_t *ms);
+/* Parses "20130524T000000Z" (ISO8601 basic, as x-amz-date). */
+cn_err cn_time_parse_amz(cn_str s, int64_t *ms);
+
+/* Encoding helpers. Output buffers must hold the documented size. */
+void cn_hex_encode(const unsigned char *in, size_t len, char *out /* 2*len+1 */);
+cn_err cn_hex_decode(cn_str in, unsigned char *out, size_t outlen /* must be in.len/2 */);
+/* Base64 (standard alphabet, padded). decode returns CN_ERR_INVALID on bad input. */
+size_t cn_base64_encode(const unsigned char *in, size_t len, char *out /* 4*((len+2)/3)+1 */);
+cn_err cn_base64_decode(cn_str in, unsigned char *out, size_t cap, size_t *outlen);
+/* Percent-decoding into out (cap >= in.len + 1, NUL-terminated); plus_is_space for
+ * application/x-www-form-urlencoded query strings. CN_ERR_INVALID on a bad escape. */
+cn_err cn_url_decode(cn_str in, bool plus_is_space, char *out, size_t cap, size_t *outlen);
+/* Percent-encoding per RFC 3986 unreserved set (A-Z a-z 0-9 - _ . ~), keeping '/' when
+ * keep_slash. Appends to b. This is the AWS SigV4 URI encoding. */
+cn_err cn_url_encode(cn_buf *b, cn_str in, bool keep_slash);
+/* True when s is valid UTF-8 (no overlongs, no surrogates). */
+bool cn_utf8_valid(const char *s, size_t len);
+
+static inline cn_str cn_str_c(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return (cn_str){ s, n };
+}
+
+#endif
