@@ -172,7 +172,8 @@ static bool differ(const outcome *x, const outcome *y)
 {
 	return x->err != y->err || x->done != y->done || x->consumed != y->consumed ||
 	       x->produced != y->produced || x->out_hash != y->out_hash ||
-	       x->last_chunk != y->last_chunk || x->calls_hash != y->calls_hash || x->calls != y->calls;
+	       x->last_chunk != y->last_chunk || x->calls_hash != y->calls_hash ||
+	       x->calls != y->calls;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -222,7 +222,7 @@ static cn_err format_check(cn_obj_store *s, const cn_buf *b)
 		       dep, s->deployment);
 		return CN_ERR_INVALID;
 	}
-	snprintf(s->deployment, sizeof s->deployment, "%s", dep);
+	memcpy(s->deployment, dep, 33);
 	return CN_OK;
 }
 
@@ -567,8 +567,10 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 		e = CN_ERR_NOMEM;
 		goto fail;
 	}
-	memcpy(all, opts->meta, opts->nmeta * sizeof *all);
-	memcpy(all + opts->nmeta, add, nadd * sizeof *all);
+	if (opts->nmeta)
+		memcpy(all, opts->meta, opts->nmeta * sizeof *all);
+	if (nadd)
+		memcpy(all + opts->nmeta, add, nadd * sizeof *all);
 	m.meta = all;
 	m.nmeta = nall;
 	m.size = total;

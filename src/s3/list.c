@@ -5,7 +5,8 @@
  * common prefix returned, decoded back into the `after` position. With encoding-type=url,
  * every key-like value in the reply (Key, Prefix, Delimiter, Marker, NextMarker,
  * StartAfter, CommonPrefixes) is percent-encoded with '/' kept, as AWS does; clients then
- * decode with unquote_plus, so '+' is encoded too. Element order follows AWS's
+ * decode with unquote_plus, so '+' is encoded too. A marker that is a common prefix skips
+ * the keys below it (cn_obj_list does that roll-up). Element order follows AWS's
  * ListBucketResult. DeleteObjects parses a bounded <Delete> body (<= 1000 objects) and
  * deletes each key, reporting per key; a missing key counts as deleted (AWS). */
 #include <limits.h>
@@ -91,28 +92,6 @@ static bool token_decode(cn_s3_req *r, const char *tok, char **out)
 	return true;
 }
 
-/* When `after` is itself a common prefix under this prefix and delimiter (a NextMarker or
- * token from the previous page), the next page starts after every key below it, as S3
- * does; otherwise those keys would roll up into the same prefix again. 0xFF never occurs
- * in UTF-8, so after + "\xff" sorts after every key that starts with `after`. */
-static const char *skip_rolled_prefix(cn_s3_req *r, const char *prefix, const char *delim,
-                                      const char *after)
-{
-	if (!after || !delim)
-		return after;
-	size_t plen = strlen(prefix), alen = strlen(after), dlen = strlen(delim);
-	if (alen < plen + dlen || strncmp(after, prefix, plen))
-		return after;
-	const char *d = strstr(after + plen, delim);
-	if (!d || (size_t)(d - after) + dlen != alen)
-		return after;
-	char *s = cn_s3_alloc(r, alen + 2);
-	memcpy(s, after, alen);
-	s[alen] = (char)0xFF;
-	s[alen + 1] = 0;
-	return s;
-}
-
 static cn_err write_contents(cn_s3_req *r, cn_buf *b, const cn_list_entry *o, bool url,
                              const char *owner)
 {
@@ -157,8 +136,8 @@ void cn_s3_list_objects(cn_s3_req *r)
 	const char *marker = v2 ? NULL : cn_s3_query(r, "marker");
 	const char *start_after = v2 ? cn_s3_query(r, "start-after") : NULL;
 	const char *token = v2 ? cn_s3_query(r, "continuation-token") : NULL;
-	bool fetch_owner = v2 && (cn_s3_query(r, "fetch-owner") ?
-	                          !strcasecmp(cn_s3_query(r, "fetch-owner"), "true") : false);
+	const char *fo = cn_s3_query(r, "fetch-owner");
+	bool fetch_owner = v2 && fo && !strcasecmp(fo, "true");
 	if (!prefix)
 		prefix = "";
 	if (delim && !delim[0])
@@ -192,8 +171,6 @@ void cn_s3_list_objects(cn_s3_req *r)
 				after = k;
 		}
 	}
-
-	after = skip_rolled_prefix(r, prefix, delim, after);
 
 	cn_list_result res;
 	memset(&res, 0, sizeof res);
@@ -312,7 +289,9 @@ static cn_err delete_one(cn_s3_req *r, cn_buf *b, bool quiet, const cn_xml_node 
 		                    "The specified version does not exist.");
 	if (key->text_len == 0 || memchr(key->text, 0, key->text_len))
 		return delete_error(b, key, ver, "InvalidArgument", "Invalid object name.");
-	cn_err de = cn_obj_delete(r->store, r->bucket, key->text);
+	cn_err de = cn_obj_key_check(key->text, key->text_len);
+	if (!de)
+		de = cn_obj_delete(r->store, r->bucket, key->text);
 	switch (de) {
 	case CN_OK:
 	case CN_ERR_NO_KEY:

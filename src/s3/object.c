@@ -219,7 +219,6 @@ typedef struct put_ctx {
 	bool have_md5;
 	unsigned char md5[16];
 	char value[CN_CKSUM_MAX_B64]; /* computed checksum, base64, after seal */
-	cn_kv add[1];
 	cn_s3_code fail;         /* set when the reader or seal failed for an S3 reason */
 	const char *fail_msg;
 } put_ctx;
@@ -286,9 +285,21 @@ static cn_err put_seal(void *ctx, const unsigned char md5[16], int64_t size, cn_
 		c->fail_msg = mismatch_msg(r, c->ck.algo);
 		return CN_ERR_DIGEST;
 	}
-	c->add[0].name = (char *)cn_cksum_header(c->ck.algo);
-	c->add[0].value = c->value;
-	*add = c->add;
+	/* The object layer frees what the seal adds (free_kvs in src/object/object.c). */
+	cn_kv *kv = calloc(1, sizeof(*kv));
+	if (kv) {
+		kv->name = strdup(cn_cksum_header(c->ck.algo));
+		kv->value = strdup(c->value);
+	}
+	if (!kv || !kv->name || !kv->value) {
+		if (kv) {
+			free(kv->name);
+			free(kv->value);
+		}
+		free(kv);
+		return CN_ERR_NOMEM;
+	}
+	*add = kv;
 	*nadd = 1;
 	return CN_OK;
 }

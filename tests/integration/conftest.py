@@ -453,3 +453,96 @@ def md5_hex(data):
 
 def rand_bytes(n, seed=None):
     return random.Random(seed).randbytes(n) if seed is not None else os.urandom(n)
+
+
+# --- aws-chunked bodies (SigV4 streaming), built by hand per the AWS documentation ------------
+
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+def _hmac(key, msg):
+    import hmac
+    return hmac.new(key, msg.encode() if isinstance(msg, str) else msg, hashlib.sha256)
+
+
+def signing_key(secret, date, region=REGION, service="s3"):
+    k = _hmac(("AWS4" + secret).encode(), date).digest()
+    k = _hmac(k, region).digest()
+    k = _hmac(k, service).digest()
+    return _hmac(k, "aws4_request").digest()
+
+
+def aws_chunked_request(srv, path, data, chunk=64 * 1024, mode="signed", trailer=None,
+                        trailer_value=None, tamper=None, headers=None, decoded_len=None,
+                        http_chunked=False, secret=SECRET):
+    """PUT path with an aws-chunked body. mode: "signed" (STREAMING-AWS4-HMAC-SHA256-PAYLOAD,
+    or ...-TRAILER with a trailer) or "unsigned" (STREAMING-UNSIGNED-PAYLOAD-TRAILER).
+    trailer: header name like "x-amz-checksum-crc32" with trailer_value (base64).
+    tamper: "data" flips a byte of the first chunk after signing; "chunksig" corrupts the last
+    chunk signature; "trailersig" corrupts the trailer signature.
+    http_chunked: frame the whole aws-chunked body with Transfer-Encoding: chunked too."""
+    if mode == "signed":
+        ph = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER" if trailer else "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+    else:
+        ph = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+    pieces = [data[i:i + chunk] for i in range(0, len(data), chunk)] + [b""]
+    hdrs = {"Content-Encoding": "aws-chunked",
+            "x-amz-decoded-content-length": str(len(data) if decoded_len is None else decoded_len)}
+    if trailer:
+        hdrs["x-amz-trailer"] = trailer
+    hdrs.update(headers or {})
+
+    def build(seed, ts, scope, key):
+        out = []
+        prev = seed
+        for idx, p in enumerate(pieces):
+            if mode == "signed":
+                sts = "\n".join(["AWS4-HMAC-SHA256-PAYLOAD", ts, scope, prev, EMPTY_SHA256,
+                                 hashlib.sha256(p).hexdigest()])
+                sig = _hmac(key, sts).hexdigest()
+                if tamper == "chunksig" and idx == len(pieces) - 1:
+                    sig = ("0" if sig[0] != "0" else "1") + sig[1:]
+                prev = sig
+                head = f"{len(p):x};chunk-signature={sig}\r\n".encode()
+            else:
+                head = f"{len(p):x}\r\n".encode()
+            if tamper == "data" and idx == 0 and p:
+                p = bytes([p[0] ^ 0xFF]) + p[1:]
+            out.append(head + p + (b"\r\n" if p else b""))
+        if trailer:
+            tline = f"{trailer}:{trailer_value}"
+            out.append(tline.encode() + b"\r\n")
+            if mode == "signed":
+                sts = "\n".join(["AWS4-HMAC-SHA256-TRAILER", ts, scope, prev,
+                                 hashlib.sha256((tline + "\n").encode()).hexdigest()])
+                tsig = _hmac(key, sts).hexdigest()
+                if tamper == "trailersig":
+                    tsig = ("0" if tsig[0] != "0" else "1") + tsig[1:]
+                out.append(f"x-amz-trailer-signature:{tsig}\r\n".encode())
+        out.append(b"\r\n")
+        return b"".join(out)
+
+    # The encoded length is needed before signing (Content-Length is signed by botocore when
+    # present), and it does not depend on the signature values: build once with a dummy.
+    dummy = build("0" * 64, "19700101T000000Z", "x", b"k")
+    if not http_chunked:
+        hdrs["Content-Length"] = str(len(dummy))
+    url = f"http://127.0.0.1:{srv.port}{path}"
+    signed = sign_headers("PUT", url, hdrs, ph, secret=secret)
+    if http_chunked:
+        signed["Transfer-Encoding"] = "chunked"
+    auth = signed["Authorization"]
+    seed = auth.split("Signature=")[1].strip()
+    ts = signed["X-Amz-Date"]
+    scope = f"{ts[:8]}/{REGION}/s3/aws4_request"
+    body = build(seed, ts, scope, signing_key(secret, ts[:8]))
+    assert len(body) == len(dummy)
+    if http_chunked:
+        def framed():
+            step = 10000
+            for i in range(0, len(body), step):
+                part = body[i:i + step]
+                yield f"{len(part):x}\r\n".encode() + part + b"\r\n"
+            yield b"0\r\n\r\n"
+        return raw(srv, "PUT", path, headers=signed, body=framed(), sign=False)
+    return raw(srv, "PUT", path, headers=signed, body=body, sign=False)

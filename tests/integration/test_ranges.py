@@ -145,13 +145,12 @@ def test_if_none_match(server, cond, method):
 @pytest.mark.parametrize("method", ["GET", "HEAD"])
 def test_if_modified_since(server, cond, method):
     b, _, lm = cond
-    later = lm + datetime.timedelta(hours=1)
+    # (a date after the server's clock is invalid per RFC 9110 and ignored, so test with the
+    # object's own Last-Modified, which is not later than it)
     earlier = lm - datetime.timedelta(hours=1)
-    r = raw(server, method, f"/{b}/small", headers={"If-Modified-Since": _httpdate(later)})
-    assert r.status == 304, r
-    assert r.body == b""
     r = raw(server, method, f"/{b}/small", headers={"If-Modified-Since": _httpdate(lm)})
     assert r.status == 304, r
+    assert r.body == b""
     assert raw(server, method, f"/{b}/small", headers={"If-Modified-Since": _httpdate(earlier)}).status == 200
 
 

@@ -288,7 +288,7 @@ TEST(test_canonical_query_rules)
 	cn_buf_fini(&b);
 	cn_buf_init(&b);
 	CHECK_EQ_INT(cn_sigv4_canonical_request(&r, CN_STR("host"), CN_STR("UNSIGNED-PAYLOAD"), false, &b), CN_OK);
-	CHECK(strstr(b.p, "&c=&X-Amz-Signature=s\n") != NULL);
+	CHECK(strstr(b.p, "\nX-Amz-Signature=s&a=%2B&") != NULL);
 	cn_buf_fini(&b);
 	/* Bad escapes and bad SignedHeaders lists are refused. */
 	mkreq(&r, "GET", "/x?a=%zz", h);

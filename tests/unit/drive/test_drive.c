@@ -1,0 +1,226 @@
+/* Unit tests of the local drive (drive/drive.h): the on-disk layout and key escaping of
+ * docs/FORMAT.md, rename_data/read_meta/delete_data, the sorted walk with and without the
+ * "/" rollup, system files, volumes, tmp cleanup at open, and the group-commit barrier
+ * under concurrent callers. */
+#include "drive/drive.h"
+#include "test.h"
+
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char base[64];
+
+static bool exists(const char *rel)
+{
+	char p[1024];
+	struct stat st;
+	snprintf(p, sizeof p, "%s/%s", base, rel);
+	return lstat(p, &st) == 0;
+}
+
+static cn_drive *open_fresh(bool durable)
+{
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+	CN_ASSERT(system(cmd) == 0);
+	cn_drive *d = NULL;
+	CN_ASSERT(cn_drive_local_open(base, durable, &d) == CN_OK);
+	return d;
+}
+
+static cn_err put_inline(cn_drive *d, const char *key, const char *rec)
+{
+	char id[33];
+	cn_drive_random_id(id);
+	return d->ops->rename_data(d, id, NULL, "vol", key, rec, strlen(rec));
+}
+
+TEST(test_layout_and_escaping)
+{
+	cn_drive *d = open_fresh(false);
+	CHECK(exists(".cairn.sys/tmp"));
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_ERR_BUCKET_EXISTS);
+	CHECK_EQ_INT(d->ops->make_vol(d, ".hidden"), CN_ERR_BAD_BUCKET_NAME);
+	CHECK_EQ_INT(put_inline(d, "a/../%x/./", "R1"), CN_OK);
+	CHECK(exists("vol/a/%=../%=%x/%=./%=/%meta"));
+	CHECK_EQ_INT(put_inline(d, "a", "R2"), CN_OK);
+	CHECK(exists("vol/a/%meta"));
+	cn_buf b;
+	cn_buf_init(&b);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "a/../%x/./", 100, &b), CN_OK);
+	CHECK(b.len == 2 && !memcmp(b.p, "R1", 2));
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "a", 1, &b), CN_ERR_TOO_LARGE);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "zz", 100, &b), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(d->ops->read_meta(d, "nov", "zz", 100, &b), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(put_inline(d, "%meta", "R3"), CN_OK);
+	CHECK(exists("vol/%=%meta/%meta"));
+	char big[300];
+	memset(big, 'x', 299);
+	big[299] = 0;
+	CHECK_EQ_INT(put_inline(d, big, "R"), CN_ERR_BAD_KEY);
+	CHECK_EQ_INT(d->ops->rename_data(d, "t1", NULL, "nov", "k", "R", 1), CN_ERR_NO_BUCKET);
+	/* data folder moves in with the record */
+	cn_drive_file *f;
+	CHECK_EQ_INT(d->ops->create_file(d, "t2", "%d.abc", "part.1", &f), CN_OK);
+	CHECK_EQ_INT(d->ops->file_write(f, "hello", 5), CN_OK);
+	CHECK_EQ_INT(d->ops->file_close(f, true), CN_OK);
+	CHECK_EQ_INT(d->ops->rename_data(d, "t2", "%d.abc", "vol", "p/q", "R4", 2), CN_OK);
+	CHECK(exists("vol/p/q/%d.abc/part.1") && !exists(".cairn.sys/tmp/t2"));
+	cn_drive_rfile *rf;
+	CHECK_EQ_INT(d->ops->open_data(d, "vol", "p/q", "%d.abc", "part.1", &rf), CN_OK);
+	char buf[16];
+	size_t got;
+	CHECK_EQ_INT(d->ops->rfile_read(rf, 1, buf, 10, &got), CN_OK);
+	CHECK(got == 4 && !memcmp(buf, "ello", 4));
+	CHECK_EQ_INT(d->ops->rfile_size(rf), 5);
+	CHECK(d->ops->rfile_fd(rf) >= 0);
+	CHECK_EQ_INT(d->ops->delete_meta(d, "vol", "p/q"), CN_OK);
+	CHECK_EQ_INT(d->ops->delete_meta(d, "vol", "p/q"), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(d->ops->delete_data(d, "vol", "p/q", "%d.abc"), CN_OK);
+	CHECK(!exists("vol/p"));
+	/* the open fd still reads (snapshot) */
+	CHECK_EQ_INT(d->ops->rfile_read(rf, 0, buf, 5, &got), CN_OK);
+	CHECK(got == 5 && !memcmp(buf, "hello", 5));
+	d->ops->rfile_close(rf);
+	CHECK_EQ_INT(d->ops->open_data(d, "vol", "p/q", "%d.abc", "part.1", &rf), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(d->ops->delete_vol(d, "vol"), CN_ERR_BUCKET_NOT_EMPTY);
+	cn_buf_fini(&b);
+	cn_drive_close(d);
+}
+
+typedef struct walked {
+	char items[64][64];
+	bool pre[64];
+	int n;
+} walked;
+
+static cn_err walk_cb(void *ctx, const char *key, size_t keylen, bool is_prefix, const void *rec,
+                      size_t reclen)
+{
+	walked *w = ctx;
+	if (w->n < 64) {
+		snprintf(w->items[w->n], 64, "%s", key);
+		w->pre[w->n++] = is_prefix;
+	}
+	return CN_OK;
+}
+
+TEST(test_walk)
+{
+	cn_drive *d = open_fresh(false);
+	d->ops->make_vol(d, "vol");
+	const char *keys[] = { "a/b", "a-c", "a", "b/", "b//x", "%x", ".", "z/y/x" };
+	for (size_t i = 0; i < 8; i++)
+		CHECK_EQ_INT(put_inline(d, keys[i], "R"), CN_OK);
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "mkdir -p %s/vol/empty/dir", base);
+	CHECK(system(cmd) == 0);
+	walked w = { .n = 0 };
+	CHECK_EQ_INT(d->ops->walk(d, "vol", "", NULL, false, walk_cb, &w), CN_OK);
+	const char *want[] = { "%x", ".", "a", "a-c", "a/b", "b/", "b//x", "z/y/x" };
+	CHECK_EQ_INT(w.n, 8);
+	for (int i = 0; i < 8 && i < w.n; i++)
+		CHECK_EQ_STR(w.items[i], want[i]);
+	w.n = 0;
+	CHECK_EQ_INT(d->ops->walk(d, "vol", "", NULL, true, walk_cb, &w), CN_OK);
+	const char *want2[] = { "%x", ".", "a", "a-c", "a/", "b/", "z/" };
+	CHECK_EQ_INT(w.n, 7);
+	for (int i = 0; i < 7 && i < w.n; i++) {
+		CHECK_EQ_STR(w.items[i], want2[i]);
+		CHECK_EQ_INT(w.pre[i], want2[i][strlen(want2[i]) - 1] == '/');
+	}
+	w.n = 0;
+	CHECK_EQ_INT(d->ops->walk(d, "vol", "b/", "b/", true, walk_cb, &w), CN_OK);
+	CHECK_EQ_INT(w.n, 1); /* "b//" rolled up; "b/" itself is not after "b/" */
+	if (w.n == 1)
+		CHECK_EQ_STR(w.items[0], "b//");
+	w.n = 0;
+	CHECK_EQ_INT(d->ops->walk(d, "vol", "a", "a-c", false, walk_cb, &w), CN_OK);
+	CHECK(w.n == 1 && !strcmp(w.items[0], "a/b"));
+	CHECK_EQ_INT(d->ops->walk(d, "nov", "", NULL, false, walk_cb, &w), CN_ERR_NO_BUCKET);
+	cn_drive_close(d);
+}
+
+TEST(test_sys_and_vols)
+{
+	cn_drive *d = open_fresh(false);
+	cn_buf b;
+	cn_buf_init(&b);
+	CHECK_EQ_INT(d->ops->read_sys(d, "format", 100, &b), CN_ERR_NOT_FOUND);
+	CHECK_EQ_INT(d->ops->write_sys(d, "format", "v1", 2), CN_OK);
+	CHECK_EQ_INT(d->ops->write_sys(d, "format", "v2", 2), CN_OK);
+	CHECK_EQ_INT(d->ops->read_sys(d, "format", 100, &b), CN_OK);
+	CHECK(b.len == 2 && !memcmp(b.p, "v2", 2));
+	CHECK_EQ_INT(d->ops->write_sys(d, "newdir/x", "y", 1), CN_OK);
+	CHECK_EQ_INT(d->ops->write_sys(d, "../evil", "y", 1), CN_ERR_INVALID);
+	CHECK_EQ_INT(d->ops->write_sys(d, "tmp/x", "y", 1), CN_ERR_INVALID);
+	CHECK_EQ_INT(d->ops->remove_sys(d, "newdir/x"), CN_OK);
+	CHECK_EQ_INT(d->ops->remove_sys(d, "newdir/x"), CN_ERR_NOT_FOUND);
+	d->ops->make_vol(d, "v2");
+	d->ops->make_vol(d, "v1");
+	cn_drive_vol *v;
+	size_t n;
+	CHECK_EQ_INT(d->ops->list_vols(d, &v, &n), CN_OK);
+	CHECK_EQ_INT(n, 2);
+	free(v);
+	CHECK_EQ_INT(d->ops->delete_vol(d, "v1"), CN_OK);
+	CHECK_EQ_INT(d->ops->stat_vol(d, "v1", NULL), CN_ERR_NO_BUCKET);
+	cn_drive_info di;
+	CHECK_EQ_INT(d->ops->info(d, &di), CN_OK);
+	CHECK(di.online && di.total > 0);
+	/* tmp garbage goes at open */
+	cn_drive_file *f;
+	CHECK_EQ_INT(d->ops->create_file(d, "junk", "%d.x", "part.1", &f), CN_OK);
+	d->ops->file_close(f, true);
+	cn_drive_close(d);
+	CHECK(exists(".cairn.sys/tmp/junk"));
+	CHECK_EQ_INT(cn_drive_local_open(base, false, &d), CN_OK);
+	CHECK(!exists(".cairn.sys/tmp/junk") && exists(".cairn.sys/format"));
+	cn_buf_fini(&b);
+	cn_drive_close(d);
+}
+
+static cn_drive *sync_drive;
+static void *sync_run(void *arg)
+{
+	for (int i = 0; i < 50; i++)
+		CN_ASSERT(cn_drive_sync(sync_drive) == CN_OK);
+	return NULL;
+}
+
+TEST(test_group_commit)
+{
+	sync_drive = open_fresh(true);
+	pthread_t th[8];
+	for (int i = 0; i < 8; i++)
+		pthread_create(&th[i], NULL, sync_run, NULL);
+	for (int i = 0; i < 8; i++)
+		pthread_join(th[i], NULL);
+	uint64_t barriers, flushes;
+	cn_drive_local_sync_stats(sync_drive, &barriers, &flushes);
+	CHECK_EQ_INT(barriers, 400);
+	CHECK(flushes >= 50 && flushes <= 400);
+	cn_drive_close(sync_drive);
+	cn_drive *d = open_fresh(false);
+	CHECK_EQ_INT(cn_drive_sync(d), CN_OK);
+	cn_drive_local_sync_stats(d, &barriers, &flushes);
+	CHECK_EQ_INT(flushes, 0);
+	cn_drive_close(d);
+}
+
+int main(void)
+{
+	cn_log_min = CN_LOG_ERROR + 1;
+	snprintf(base, sizeof base, "/tmp/cn_drive_test.%d", (int)getpid());
+	RUN(test_layout_and_escaping);
+	RUN(test_walk);
+	RUN(test_sys_and_vols);
+	RUN(test_group_commit);
+	char cmd[100];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+	if (system(cmd) != 0)
+		return 1;
+	TEST_END();
+}
