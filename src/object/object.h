@@ -77,7 +77,8 @@ typedef struct cn_put_opts {
 	/* Called once after the body reader returned EOF and before anything becomes
 	 * visible, with the MD5 of the body. It may verify digests (returning an error aborts
 	 * the put and nothing changes) and append metadata to `add` (e.g. the checksum the
-	 * client sent in a trailer). May be NULL. */
+	 * client sent in a trailer). May be NULL. Ownership: *add and every name/value in it
+	 * are malloc'd by seal and freed by the object layer. */
 	cn_err (*seal)(void *ctx, const unsigned char md5[16], int64_t size, cn_kv **add, size_t *nadd);
 	void *seal_ctx;
 } cn_put_opts;
