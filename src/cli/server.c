@@ -193,7 +193,9 @@ int cn_cli_server(int argc, char **argv)
 		fprintf(stderr, "cairn server: %s\n", cn_err_str(e));
 		return 1;
 	}
-	cn_net_config nc = { .host = host, .port = port, .workers = workers, .max_head = 32 * 1024 };
+	const char *lg = getenv("CAIRN_LINGER_MS");
+	cn_net_config nc = { .host = host, .port = port, .workers = workers, .max_head = 32 * 1024,
+	                     .linger_ms = lg ? atoi(lg) : 50 };
 	cn_net *net = NULL;
 	if ((e = cn_net_new(&nc, serve, s3, &net))) {
 		fprintf(stderr, "cairn server: cannot listen on %s:%d (see the log line above)\n", host, port);

@@ -110,6 +110,10 @@ static ssize_t body_read(cn_reader *rd, void *buf, size_t len)
 	}
 	for (;;) {
 		cn_conn *c = x->c;
+		if (x->chunked.done) {
+			x->body_done = true;
+			return 0;
+		}
 		if (c->off == c->len) {
 			cn_err e = cn_conn_fill(c, 1, 1 << 20);
 			if (e) {

@@ -44,6 +44,8 @@ typedef struct cn_net_config {
 	int io_timeout_ms;      /* a worker's blocking read/write stall (default 30 s) */
 	int max_conns;          /* default 20000 */
 	size_t max_head;        /* head limit (CN_HTTP_MAX_HEAD) */
+	int linger_ms;          /* keep a worker on its connection this long for the next
+	                           request when no one else waits (0 = off) */
 } cn_net_config;
 
 typedef struct cn_net cn_net;

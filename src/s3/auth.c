@@ -13,6 +13,7 @@
  *  3. The path is decoded once with '+' kept literal, then re-encoded (auth.h).
  *  4. No signature is compared before the scope, date and payload-hash checks passed, and each
  *     comparison is constant time over the full 32 (V4) or 20 (V2) bytes. */
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include "s3/auth.h"
 
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/sha.h>
 
 #define MAX_QPARAMS 256
 #define CANON_MAX (16 * 1024)
@@ -32,10 +34,13 @@ static const char EMPTY_SHA256[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b
 
 /* ---- small helpers --------------------------------------------------------------------- */
 
+/* SHA-256 and HMAC-SHA256 through OpenSSL's low-level SHA256_* calls: the EVP and HMAC()
+ * one-shot paths of OpenSSL 3 fetch the algorithm and allocate a context on every call,
+ * which made authentication ~80% of a small GET's instructions (callgrind, docs/PERF.md).
+ * The low-level calls use the same SHA-NI/AVX code without the fetch. */
 static void sha256(const void *p, size_t len, unsigned char out[32])
 {
-	unsigned int n = 32;
-	EVP_Digest(p, len, out, &n, EVP_sha256(), NULL);
+	SHA256(p, len, out);
 }
 
 static void sha256_hex(const void *p, size_t len, char out[65])
@@ -47,8 +52,27 @@ static void sha256_hex(const void *p, size_t len, char out[65])
 
 static void hmac256(const void *key, size_t klen, const void *p, size_t len, unsigned char out[32])
 {
-	unsigned int n = 32;
-	HMAC(EVP_sha256(), key, (int)klen, p, len, out, &n);
+	unsigned char k[64], pad[64], inner[32];
+	memset(k, 0, sizeof k);
+	if (klen > 64)
+		SHA256(key, klen, k);
+	else
+		memcpy(k, key, klen);
+	SHA256_CTX c;
+	for (int i = 0; i < 64; i++)
+		pad[i] = (unsigned char)(k[i] ^ 0x36);
+	SHA256_Init(&c);
+	SHA256_Update(&c, pad, 64);
+	SHA256_Update(&c, p, len);
+	SHA256_Final(inner, &c);
+	for (int i = 0; i < 64; i++)
+		pad[i] = (unsigned char)(k[i] ^ 0x5c);
+	SHA256_Init(&c);
+	SHA256_Update(&c, pad, 64);
+	SHA256_Update(&c, inner, 32);
+	SHA256_Final(out, &c);
+	OPENSSL_cleanse(k, sizeof k);
+	OPENSSL_cleanse(pad, sizeof pad);
 }
 
 static char lower(char c)
@@ -437,10 +461,33 @@ cn_err cn_sigv4_canonical_request(const cn_http_req *req, cn_str signed_headers,
 	return e;
 }
 
+/* The signing key changes once a day per (secret, region, service): each worker thread
+ * keeps the last one it derived, saving four HMACs per request. */
+static __thread struct {
+	char id[256]; /* date8 \0 region \0 service \0 secret, compared as bytes */
+	size_t idlen;
+	unsigned char key[32];
+} sk_cache;
+
 void cn_sigv4_signing_key(const char *secret, cn_str date8, cn_str region, cn_str service,
 			  unsigned char out[32])
 {
 	size_t slen = strlen(secret);
+	char id[256];
+	size_t idlen = date8.len + region.len + service.len + slen + 3;
+	bool cacheable = idlen <= sizeof id;
+	if (cacheable) {
+		char *q = id;
+		memcpy(q, date8.p, date8.len), q += date8.len, *q++ = 0;
+		memcpy(q, region.p, region.len), q += region.len, *q++ = 0;
+		memcpy(q, service.p, service.len), q += service.len, *q++ = 0;
+		memcpy(q, secret, slen);
+		if (sk_cache.idlen == idlen && memcmp(sk_cache.id, id, idlen) == 0) {
+			memcpy(out, sk_cache.key, 32);
+			OPENSSL_cleanse(id, sizeof id);
+			return;
+		}
+	}
 	unsigned char *k = malloc(slen + 4);
 	unsigned char t[32];
 	CN_ASSERT(k != NULL);
@@ -453,6 +500,12 @@ void cn_sigv4_signing_key(const char *secret, cn_str date8, cn_str region, cn_st
 	hmac256(t, 32, service.p, service.len, t);
 	hmac256(t, 32, "aws4_request", 12, out);
 	OPENSSL_cleanse(t, sizeof t);
+	if (cacheable) {
+		memcpy(sk_cache.id, id, idlen);
+		sk_cache.idlen = idlen;
+		memcpy(sk_cache.key, out, 32);
+		OPENSSL_cleanse(id, sizeof id);
+	}
 }
 
 static void sign_sts(const unsigned char key[32], const char *algo, cn_str amz_date, cn_str scope,

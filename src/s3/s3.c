@@ -108,7 +108,7 @@ void cn_s3_error(cn_s3_req *r, cn_s3_code code, const char *message)
 		code = CN_S3_InternalError;
 	const char *msg = message ? message : s3_errors[code].message;
 	int status = s3_errors[code].status;
-	cn_log(status >= 500 ? CN_LOG_WARN : CN_LOG_INFO, r->reqid, "%.*s %.*s -> %d %s: %s",
+	cn_log(status >= 500 ? CN_LOG_WARN : CN_LOG_DEBUG, r->reqid, "%.*s %.*s -> %d %s: %s",
 	       (int)r->h->method.len, r->h->method.p, (int)r->h->target.len > 512 ? 512 : (int)r->h->target.len,
 	       r->h->target.p, status, s3_errors[code].code, msg);
 	if (cn_http_resp_started(r->x)) {
@@ -271,10 +271,11 @@ static cn_s3_code body_setup(cn_s3_req *r)
 	r->body = &st->rd;
 	r->body_len = h->chunked ? -1 : (h->content_length >= 0 ? h->content_length : 0);
 	cn_payload_mode pm = r->auth.payload;
-	const char *ce = cn_s3_header(r, "content-encoding");
+	const char *ce = NULL;
 	bool streaming = pm == CN_PAYLOAD_STREAMING_SIGNED || pm == CN_PAYLOAD_STREAMING_SIGNED_TRAILER ||
 	                 pm == CN_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
-	if (streaming || (ce && strstr(ce, "aws-chunked"))) {
+	(void)ce;
+	if (streaming) {
 		st->awschunked = true;
 		const char *dl = cn_s3_header(r, "x-amz-decoded-content-length");
 		if (dl) {

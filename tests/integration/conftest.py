@@ -17,6 +17,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import types
 import urllib.parse
 import urllib.request
 import uuid
@@ -230,9 +231,9 @@ def make_client(srv, access=ACCESS, secret=SECRET, s3=None, signature_version="s
                 endpoint=None, **cfg):
     s3cfg = {"addressing_style": "path"}
     s3cfg.update(s3 or {})
-    config = Config(signature_version=signature_version, s3=s3cfg, region_name=REGION,
-                    retries={"max_attempts": 0},
-                    connect_timeout=5, read_timeout=60, **cfg)
+    opts = {"connect_timeout": 5, "read_timeout": 60, "retries": {"max_attempts": 0}}
+    opts.update(cfg)
+    config = Config(signature_version=signature_version, s3=s3cfg, region_name=REGION, **opts)
     return boto3.client("s3", endpoint_url=endpoint or srv.endpoint, aws_access_key_id=access,
                         aws_secret_access_key=secret, region_name=REGION, config=config)
 
@@ -298,10 +299,15 @@ class _ShiftedDatetime(datetime.datetime):
 def clock_shift(seconds):
     """Makes every botocore signer inside the block date its requests `seconds` off."""
     shifted = type("ShiftedDatetime", (_ShiftedDatetime,), {"shift": datetime.timedelta(seconds=seconds)})
-    fake = mock.MagicMock(wraps=datetime)
+    fake = types.SimpleNamespace(**{k: getattr(datetime, k) for k in dir(datetime) if not k.startswith("__")})
     fake.datetime = shifted
-    fake.timedelta = datetime.timedelta
-    with mock.patch.object(botocore.auth, "datetime", fake):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.object(botocore.auth, "datetime", fake))
+        try:
+            import botocore.crt.auth as crt_auth  # Debian's botocore signs with awscrt
+            stack.enter_context(mock.patch.object(crt_auth, "datetime", fake))
+        except ImportError:
+            pass
         yield
 
 

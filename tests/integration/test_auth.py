@@ -167,6 +167,7 @@ def test_modified_signed_header(server, bucket):
 
 
 def test_malformed_authorization(server):
+    # AWS: an unknown scheme ("Bearer") is 400 InvalidArgument "Unsupported Authorization Type"
     for auth in ("AWS4-HMAC-SHA256 garbage", "AWS4-HMAC-SHA256 Credential=x, SignedHeaders=host, Signature=00",
                  "Bearer abc", "AWS4-HMAC-SHA256 Credential=" + ACCESS + "/20200101/us-east-1/s3/aws4_request"):
         r = raw(server, "GET", "/", headers={"Authorization": auth, "x-amz-date": "20200101T000000Z",
@@ -209,11 +210,24 @@ def test_sigv2_header(server, bucket):
     c.put_object(Bucket=bucket, Key="v2 key/ü", Body=data, Metadata={"x": "y"}, ContentType="text/v2")
     g = c.get_object(Bucket=bucket, Key="v2 key/ü")
     assert g["Body"].read() == data and g["Metadata"] == {"x": "y"}
-    assert "v2 key/ü" in [o["Key"] for o in c.list_objects(Bucket=bucket)["Contents"]]
+    assert c.head_object(Bucket=bucket, Key="v2 key/ü")["ContentLength"] == len(data)
     assert bucket in [b["Name"] for b in c.list_buckets()["Buckets"]]
     c.copy_object(Bucket=bucket, Key="v2copy", CopySource={"Bucket": bucket, "Key": "v2 key/ü"})
     c.delete_object(Bucket=bucket, Key="v2 key/ü")
     c.delete_object(Bucket=bucket, Key="v2copy")
+
+
+@pytest.mark.skipif(not _sigv2_available(), reason="this botocore has no SigV2 ('s3') signer")
+def test_sigv2_bucket_level_requests(server, s3, bucket):
+    """botocore's SigV2 signs bucket-level path-style requests with the resource "/bucket/"
+    while it sends "/bucket?..." (GetBucketLocation it signs as "/bucket?location?location",
+    a botocore bug no server can match, so it is not tested). A server that accepts both
+    "/bucket" and "/bucket/" as the resource serves ListObjects and HeadBucket to it."""
+    s3.put_object(Bucket=bucket, Key="v2list", Body=b"x")
+    c = make_client(server, signature_version="s3")
+    assert [o["Key"] for o in c.list_objects(Bucket=bucket)["Contents"]] == ["v2list"]
+    assert [o["Key"] for o in c.list_objects_v2(Bucket=bucket, Prefix="v2")["Contents"]] == ["v2list"]
+    c.head_bucket(Bucket=bucket)
 
 
 @pytest.mark.skipif(not _sigv2_available(), reason="this botocore has no SigV2 ('s3') signer")

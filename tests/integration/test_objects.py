@@ -247,10 +247,21 @@ def test_content_md5_malformed(server, bucket):
 
 # --- flexible checksums ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("algo", ["CRC32", "SHA1", "SHA256"])
+def _have_crt():
+    try:
+        from botocore.compat import HAS_CRT
+        return HAS_CRT
+    except ImportError:
+        return False
+
+
+ALGOS = ["CRC32", "SHA1", "SHA256"] + (["CRC32C"] if _have_crt() else [])
+
+
+@pytest.mark.parametrize("algo", ALGOS)
 def test_checksum_algorithm_roundtrip(s3, bucket, algo):
     data = rand_bytes(200 * KiB + 3)
-    want = {"CRC32": b64_crc32, "SHA1": b64_sha1, "SHA256": b64_sha256}[algo](data)
+    want = {"CRC32": b64_crc32, "SHA1": b64_sha1, "SHA256": b64_sha256, "CRC32C": b64_crc32c}[algo](data)
     r = s3.put_object(Bucket=bucket, Key=f"ck-{algo}", Body=data, ChecksumAlgorithm=algo)
     assert r.get(f"Checksum{algo}") in (None, want)
     h = s3.head_object(Bucket=bucket, Key=f"ck-{algo}", ChecksumMode="ENABLED")
