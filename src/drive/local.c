@@ -41,6 +41,7 @@ typedef struct local_drive {
 	cn_drive base;
 	int root_fd;
 	bool durable;
+	bool sync_mode_full;     /* CAIRN_SYNC=syncfs: every sync() is a syncfs group commit */
 	pthread_mutex_t sync_mu;
 	pthread_cond_t sync_cv;
 	uint64_t started, completed, failed_gen; /* S1-S3 */
@@ -168,6 +169,97 @@ static bool decode_component(const char *name, const char **c)
 
 /* --- file helpers ------------------------------------------------------------------ */
 
+/* The tmp area is spread over TMP_SHARDS folders (tmp/00 .. tmp/3f) chosen by the tmp id,
+ * so that concurrent writers do not all serialise on one folder's lock (perf showed the
+ * kernel's directory rwsem as the top cost of small PUTs with a single tmp folder). */
+#define TMP_SHARDS 64
+static void tmp_path(char *out, size_t cap, const char *tmp_id, const char *rest)
+{
+	unsigned h = 0;
+	for (const char *p = tmp_id; *p; p++)
+		h = h * 31 + (unsigned char)*p;
+	int n = snprintf(out, cap, TMP_DIR "/%02x/%s%s", h % TMP_SHARDS, tmp_id, rest);
+	CN_ASSERT(n > 0 && (size_t)n < cap); /* ids are bounded by CN_DRIVE_ID_MAX */
+}
+
+/* --- targeted durability (the default sync mode) ------------------------------------
+ * Instead of flushing the whole filesystem, each request syncs exactly what it changed:
+ * file contents are fdatasync'ed when written (file_close(keep), the record in
+ * rename_data), and the folders whose entries changed are remembered per thread and
+ * fsync'ed by sync(). Concurrent requests' fsyncs share ext4/xfs journal commits, which
+ * is the group commit; it also keeps one tenant's sync from flushing everybody else's
+ * dirty data on a shared filesystem (syncfs did: docs/PERF.md). Operations that are rare
+ * and touch system files (volumes, format, bucket files) set need_full, and sync() then
+ * runs the syncfs group commit below as before.
+ *  T1. An entry is added after the change it covers; sync() fsyncs every entry recorded
+ *      by the calling thread for that drive and clears them, so a request's own changes
+ *      are durable when its sync() returns CN_OK. */
+#define PENDING_MAX 24
+static __thread struct {
+	local_drive *d;
+	bool need_full;
+	int n;
+	char dirs[PENDING_MAX][PATH_CAP];
+} pending;
+
+static void pending_reset(local_drive *d)
+{
+	if (pending.d != d) {
+		pending.d = d;
+		pending.n = 0;
+		pending.need_full = false;
+	}
+}
+
+static void pending_dir(local_drive *d, const char *dir, size_t len)
+{
+	if (!d->durable || d->sync_mode_full)
+		return;
+	pending_reset(d);
+	for (int i = 0; i < pending.n; i++)
+		if (strlen(pending.dirs[i]) == len && memcmp(pending.dirs[i], dir, len) == 0)
+			return;
+	if (pending.n == PENDING_MAX || len >= PATH_CAP) {
+		pending.need_full = true;
+		return;
+	}
+	memcpy(pending.dirs[pending.n], dir, len);
+	pending.dirs[pending.n][len] = 0;
+	pending.n++;
+}
+
+static void pending_full(local_drive *d)
+{
+	if (!d->durable)
+		return;
+	pending_reset(d);
+	pending.need_full = true;
+}
+
+static cn_err fsync_dir(local_drive *d, const char *path)
+{
+	int fd = openat(d->root_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return CN_OK; /* removed since (a delete won): nothing left to persist */
+		return map_errno(d, errno, "opening folder to sync", path);
+	}
+	cn_err e = CN_OK;
+	if (fsync(fd) < 0)
+		e = map_errno(d, errno, "syncing folder", path);
+	close(fd);
+	return e;
+}
+
+static cn_err sync_fd(local_drive *d, int fd, const char *path)
+{
+	if (!d->durable || d->sync_mode_full)
+		return CN_OK;
+	if (fdatasync(fd) < 0)
+		return map_errno(d, errno, "syncing", path);
+	return CN_OK;
+}
+
 static cn_err write_all(local_drive *d, int fd, const void *p, size_t len, const char *path)
 {
 	const char *c = p;
@@ -240,12 +332,15 @@ out:
 }
 
 /* Writes a new file at path (truncating). */
-static cn_err write_file_at(local_drive *d, const char *path, const void *p, size_t len)
+static cn_err write_file_at(local_drive *d, const char *path, const void *p, size_t len,
+                            bool sync)
 {
 	int fd = openat(d->root_fd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return map_errno(d, errno, "creating", path);
 	cn_err e = write_all(d, fd, p, len, path);
+	if (!e && sync)
+		e = sync_fd(d, fd, path);
 	if (close(fd) < 0 && !e)
 		e = map_errno(d, errno, "closing", path);
 	return e;
@@ -455,7 +550,8 @@ static cn_err local_write_sys(cn_drive *dd, const char *name, const void *p, siz
 	snprintf(path, sizeof path, SYS_DIR "/%s", name);
 	cn_drive_random_id(id);
 	snprintf(tmp, sizeof tmp, TMP_DIR "/%s.sys", id);
-	cn_err e = write_file_at(d, tmp, p, len);
+	cn_err e = write_file_at(d, tmp, p, len, false);
+	pending_full(d);
 	if (e)
 		goto fail;
 	for (int tries = 0;; tries++) {
@@ -486,8 +582,10 @@ static cn_err local_remove_sys(cn_drive *dd, const char *name)
 	if (!sys_name_ok(name))
 		return CN_ERR_INVALID;
 	snprintf(path, sizeof path, SYS_DIR "/%s", name);
-	if (unlinkat(d->root_fd, path, 0) == 0)
+	if (unlinkat(d->root_fd, path, 0) == 0) {
+		pending_full(d);
 		return CN_OK;
+	}
 	if (errno == ENOENT)
 		return CN_ERR_NOT_FOUND;
 	return map_errno(d, errno, "removing", path);
@@ -498,8 +596,10 @@ static cn_err local_make_vol(cn_drive *dd, const char *vol)
 	local_drive *d = L(dd);
 	if (!vol_ok(vol))
 		return CN_ERR_BAD_BUCKET_NAME;
-	if (mkdirat(d->root_fd, vol, 0755) == 0)
+	if (mkdirat(d->root_fd, vol, 0755) == 0) {
+		pending_full(d);
 		return CN_OK;
+	}
 	if (errno == EEXIST)
 		return CN_ERR_BUCKET_EXISTS;
 	return map_errno(d, errno, "creating bucket folder", vol);
@@ -545,6 +645,7 @@ static cn_err local_delete_vol(cn_drive *dd, const char *vol)
 			return CN_ERR_NO_BUCKET;
 		return map_errno(d, errno, "renaming bucket folder", vol);
 	}
+	pending_full(d);
 	remove_path(d, path);
 	return CN_OK;
 }
@@ -591,13 +692,16 @@ static cn_err local_create_file(cn_drive *dd, const char *tmp_id, const char *da
 	char path[256];
 	if (!id_ok(tmp_id) || !id_ok(data_id) || !id_ok(name))
 		return CN_ERR_INVALID;
-	snprintf(path, sizeof path, TMP_DIR "/%s", tmp_id);
+	char rest[256];
+	tmp_path(path, sizeof path, tmp_id, "");
 	if (mkdirat(d->root_fd, path, 0755) < 0 && errno != EEXIST)
 		return map_errno(d, errno, "creating folder", path);
-	snprintf(path, sizeof path, TMP_DIR "/%s/%s", tmp_id, data_id);
+	snprintf(rest, sizeof rest, "/%s", data_id);
+	tmp_path(path, sizeof path, tmp_id, rest);
 	if (mkdirat(d->root_fd, path, 0755) < 0 && errno != EEXIST)
 		return map_errno(d, errno, "creating folder", path);
-	snprintf(path, sizeof path, TMP_DIR "/%s/%s/%s", tmp_id, data_id, name);
+	snprintf(rest, sizeof rest, "/%s/%s", data_id, name);
+	tmp_path(path, sizeof path, tmp_id, rest);
 	cn_drive_file *f = calloc(1, sizeof *f);
 	if (!f)
 		return CN_ERR_NOMEM;
@@ -621,7 +725,9 @@ static cn_err local_file_write(cn_drive_file *f, const void *p, size_t len)
 static cn_err local_file_close(cn_drive_file *f, bool keep)
 {
 	cn_err e = CN_OK;
-	if (close(f->fd) < 0)
+	if (keep)
+		e = sync_fd(f->d, f->fd, f->path);
+	if (close(f->fd) < 0 && !e)
 		e = map_errno(f->d, errno, "closing", f->path);
 	if (!keep || e)
 		unlinkat(f->d->root_fd, f->path, 0);
@@ -634,8 +740,10 @@ static void local_abort_tmp(cn_drive *dd, const char *tmp_id)
 	char path[256];
 	if (!id_ok(tmp_id))
 		return;
-	snprintf(path, sizeof path, TMP_DIR "/%s", tmp_id);
+	tmp_path(path, sizeof path, tmp_id, "");
 	remove_path(L(dd), path);
+	tmp_path(path, sizeof path, tmp_id, ".rec");
+	unlinkat(L(dd)->root_fd, path, 0);
 }
 
 /* mkdir -p of the key folder below the vol (which must exist). */
@@ -655,6 +763,8 @@ static cn_err make_key_dirs(local_drive *d, char *path, size_t vol_len)
 		*p = 0;
 		int rc = mkdirat(d->root_fd, path, 0755);
 		int err = errno;
+		if (rc == 0) /* a new entry in the parent folder */
+			pending_dir(d, path, (size_t)(strrchr(path, '/') - path));
 		*p = saved;
 		if (rc < 0 && err != EEXIST) {
 			if (err == ENOENT)
@@ -679,16 +789,18 @@ static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *da
 	if ((e = key_path(&kp, vol, key)))
 		goto out;
 	size_t vol_len = strlen(vol);
-	snprintf(src, sizeof src, TMP_DIR "/%s", tmp_id);
-	if (mkdirat(d->root_fd, src, 0755) < 0 && errno != EEXIST) {
-		e = map_errno(d, errno, "creating folder", src);
-		goto out;
+	if (data_id) {
+		/* the version's tmp folder exists (create_file): the record goes inside it */
+		char rest[256];
+		tmp_path(recsrc, sizeof recsrc, tmp_id, "/" REC_NAME);
+		snprintf(rest, sizeof rest, "/%s", data_id);
+		tmp_path(src, sizeof src, tmp_id, rest);
+	} else {
+		/* inline version: one file in tmp, no folder to make and remove */
+		tmp_path(recsrc, sizeof recsrc, tmp_id, ".rec");
 	}
-	snprintf(recsrc, sizeof recsrc, TMP_DIR "/%s/%s", tmp_id, REC_NAME);
-	if ((e = write_file_at(d, recsrc, rec, reclen)))
+	if ((e = write_file_at(d, recsrc, rec, reclen, true)))
 		goto out;
-	if (data_id)
-		snprintf(src, sizeof src, TMP_DIR "/%s/%s", tmp_id, data_id);
 	/* A concurrent delete may rmdir our parents between mkdir and rename (it only removes
 	 * empty folders): retry the whole mkdir -p + rename a few times. */
 	bool data_moved = data_id == NULL;
@@ -721,6 +833,17 @@ static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *da
 		}
 		break;
 	}
+	pending_dir(d, kp.p, kp.len);
+	if (data_id) {
+		snprintf(dst, sizeof dst, "%s/%s", kp.p, data_id);
+		pending_dir(d, dst, strlen(dst));
+	}
+	if (data_id) { /* the tmp folder is empty now */
+		tmp_path(src, sizeof src, tmp_id, "");
+		unlinkat(d->root_fd, src, AT_REMOVEDIR);
+	}
+	cn_buf_fini(&kp);
+	return CN_OK;
 out:
 	local_abort_tmp(dd, tmp_id);
 	cn_buf_fini(&kp);
@@ -757,6 +880,8 @@ static cn_err local_delete_meta(cn_drive *dd, const char *vol, const char *key)
 		else
 			e = map_errno(d, errno, "removing record", kp.p);
 	}
+	if (!e)
+		pending_dir(d, kp.p, kp.len - strlen("/" REC_NAME));
 	cn_buf_fini(&kp);
 	return e;
 }
@@ -1027,11 +1152,36 @@ static cn_err local_walk(cn_drive *dd, const char *vol, const char *prefix, cons
 
 /* --- sync (group commit, invariants S1-S3) ------------------------------------------ */
 
+static cn_err syncfs_group(local_drive *d);
+
 static cn_err local_sync(cn_drive *dd)
 {
 	local_drive *d = L(dd);
 	if (!d->durable)
 		return CN_OK;
+	if (d->sync_mode_full)
+		return syncfs_group(d);
+	pending_reset(d);
+	cn_err e = CN_OK;
+	/* T1: deepest folders were recorded last; any order is correct. */
+	for (int i = pending.n - 1; i >= 0; i--) {
+		cn_err e2 = fsync_dir(d, pending.dirs[i]);
+		if (e2 && !e)
+			e = e2;
+	}
+	pending.n = 0;
+	if (pending.need_full) {
+		pending.need_full = false;
+		cn_err e2 = syncfs_group(d);
+		if (e2 && !e)
+			e = e2;
+	}
+	return e;
+}
+
+/* The syncfs group commit (invariants S1-S3 above). */
+static cn_err syncfs_group(local_drive *d)
+{
 	pthread_mutex_lock(&d->sync_mu);
 	d->barriers++;
 	uint64_t target = d->started + 1; /* S2 */
@@ -1125,6 +1275,10 @@ cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out)
 	snprintf(d->base.endpoint, sizeof d->base.endpoint, "%s", path);
 	d->root_fd = fd;
 	d->durable = durable;
+	{
+		const char *m = getenv("CAIRN_SYNC");
+		d->sync_mode_full = m && strcmp(m, "syncfs") == 0;
+	}
 	pthread_mutex_init(&d->sync_mu, NULL);
 	pthread_cond_init(&d->sync_cv, NULL);
 	cn_err e = CN_OK;
@@ -1144,6 +1298,12 @@ cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out)
 		}
 		if (n || names)
 			free_names(names, NULL, n);
+		for (int i = 0; i < TMP_SHARDS && !e; i++) {
+			char p[64];
+			snprintf(p, sizeof p, TMP_DIR "/%02x", i);
+			if (mkdirat(fd, p, 0755) < 0 && errno != EEXIST)
+				e = map_errno(d, errno, "creating folder", p);
+		}
 	}
 	if (e) {
 		local_close(&d->base);
