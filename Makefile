@@ -36,7 +36,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 FUZZ_SRC := $(sort $(wildcard fuzz/*.c))
 FUZZ_SRC := $(filter-out fuzz/replay_main.c,$(FUZZ_SRC))
 
-.PHONY: all test unit integration check fuzz fuzz-replay clean layers deps run asan-check
+.PHONY: all test unit integration check fuzz fuzz-run fuzz-replay clean layers deps run asan-check
 
 # The README's two commands: `make run` and `make check` (both install their packages).
 deps:
@@ -64,9 +64,13 @@ $(B)/tests/%: tests/unit/%.c $(B)/libcairn.a tests/unit/test.h
 	$(CC) $(CFLAGS_ALL) -Itests/unit -o $@ $< $(B)/libcairn.a $(LIBS)
 
 unit: $(UNIT_BIN)
-	@pass=0; fail=0; for t in $(UNIT_BIN); do \
-	  if (cd tests/vectors && ../../$$t); then pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: $$t"; fi; \
-	done; echo "unit binaries: $$pass passed, $$fail failed"; [ $$fail -eq 0 ]
+	@pass=0; fail=0; bad=0; for t in $(UNIT_BIN); do \
+	  out=$$(cd tests/vectors && ../../$$t 2>&1); rc=$$?; echo "$$out" | grep -v '^$$'; \
+	  line=$$(echo "$$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -1); \
+	  p=$$(echo "$$line" | sed -E 's/.* ([0-9]+) passed.*/\1/'); f=$$(echo "$$line" | sed -E 's/.* ([0-9]+) failed.*/\1/'); \
+	  pass=$$((pass + $${p:-0})); fail=$$((fail + $${f:-0})); \
+	  if [ $$rc -ne 0 ] || [ -z "$$line" ]; then bad=$$((bad+1)); echo "FAILED: $$t (exit $$rc)"; fi; \
+	done; echo "unit: $$pass passed, $$fail failed"; [ $$bad -eq 0 ] && [ $$fail -eq 0 ]
 
 integration: $(B)/cairn
 	CAIRN_BIN=$(abspath $(B)/cairn) tests/integration/run.sh
@@ -86,6 +90,15 @@ build-fuzz/%: fuzz/%.c $(LIB_SRC)
 	@mkdir -p build-fuzz
 	clang $(BASE_CFLAGS) -O1 -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(LIBS)
 fuzz: $(FUZZ_BIN)
+
+# Each libFuzzer driver for FUZZ_SECONDS over a scratch copy of its corpus (CI: bounded).
+FUZZ_SECONDS ?= 20
+fuzz-run: $(FUZZ_BIN)
+	@for f in $(FUZZ_BIN); do n=$$(basename $$f); rm -rf build-fuzz/corpus-$$n; \
+	  mkdir -p build-fuzz/corpus-$$n && cp fuzz/corpus/$$n/* build-fuzz/corpus-$$n/ && \
+	  echo "fuzz: $$n for $(FUZZ_SECONDS)s" && \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 build-fuzz/corpus-$$n >build-fuzz/$$n.log 2>&1 || \
+	  { tail -40 build-fuzz/$$n.log; echo "fuzz: $$n FAILED (reproducer in build-fuzz/)"; exit 1; }; done
 
 layers:
 	scripts/check-layers.sh

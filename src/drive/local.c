@@ -783,6 +783,7 @@ static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *da
 	char src[256], recsrc[256], dst[PATH_CAP];
 	cn_buf kp;
 	cn_err e;
+	int recfd = -1;
 	if (!id_ok(tmp_id) || (data_id && !id_ok(data_id)))
 		return CN_ERR_INVALID;
 	cn_buf_init(&kp);
@@ -799,7 +800,16 @@ static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *da
 		/* inline version: one file in tmp, no folder to make and remove */
 		tmp_path(recsrc, sizeof recsrc, tmp_id, ".rec");
 	}
-	if ((e = write_file_at(d, recsrc, rec, reclen, true)))
+	/* The record's fd stays open until after the renames: one fdatasync then commits the
+	 * file, the new folders and the renames in a single journal transaction, and the
+	 * folder fsyncs in sync() find it committed already (one commit per put, shared by
+	 * concurrent puts, instead of one before and one after the renames). */
+	recfd = openat(d->root_fd, recsrc, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (recfd < 0) {
+		e = map_errno(d, errno, "creating", recsrc);
+		goto out;
+	}
+	if ((e = write_all(d, recfd, rec, reclen, recsrc)))
 		goto out;
 	/* A concurrent delete may rmdir our parents between mkdir and rename (it only removes
 	 * empty folders): retry the whole mkdir -p + rename a few times. */
@@ -842,9 +852,13 @@ static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *da
 		tmp_path(src, sizeof src, tmp_id, "");
 		unlinkat(d->root_fd, src, AT_REMOVEDIR);
 	}
+	e = sync_fd(d, recfd, dst);
+	close(recfd);
 	cn_buf_fini(&kp);
-	return CN_OK;
+	return e;
 out:
+	if (recfd >= 0)
+		close(recfd);
 	local_abort_tmp(dd, tmp_id);
 	cn_buf_fini(&kp);
 	return e;
