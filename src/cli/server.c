@@ -8,6 +8,7 @@
 #include "s3/s3.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,12 @@ int cn_cli_server(int argc, char **argv)
 		fprintf(stderr, "WARNING: --no-fsync: writes are acknowledged before they are on stable "
 		                "storage; a crash or power loss can lose acknowledged objects.\n");
 
+	/* Many idle keep-alive connections need descriptors: raise the soft limit to the hard. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	cn_obj_config oc = { .durable = durable, .inline_max = 128 * 1024 };
 	cn_obj_store *store = NULL;
 	cn_err e = cn_obj_store_open((const char *const *)drives, ndrives, &oc, &store);

@@ -265,7 +265,7 @@ export RCLONE_CONFIG_CAIRN_ACCESS_KEY_ID=$ACCESS
 export RCLONE_CONFIG_CAIRN_SECRET_ACCESS_KEY=$SECRET
 export RCLONE_CONFIG_CAIRN_ENDPOINT=$ENDPOINT
 export RCLONE_CONFIG_CAIRN_REGION=us-east-1
-R=(rclone --s3-upload-cutoff 64M --s3-chunk-size 64M --retries 1 --low-level-retries 1)
+R=(env -u AWS_CA_BUNDLE rclone --s3-upload-cutoff 64M --s3-chunk-size 64M --retries 1 --low-level-retries 1)
 B=rclone-bucket
 OUT=$WORK/out-rclone
 step "rclone mkdir" "${R[@]}" mkdir cairn:$B
