@@ -84,9 +84,13 @@ static void maybe_continue(cn_http_exchange *x)
 static ssize_t body_read(cn_reader *rd, void *buf, size_t len)
 {
 	cn_http_exchange *x = (cn_http_exchange *)((char *)rd - offsetof(cn_http_exchange, body));
-	if (x->body_done || len == 0)
+	if (len == 0)
 		return 0;
+	/* botocore asks for 100-continue even with an empty body and expects it (AWS sends it
+	 * whenever asked): a handler that reads the body, even an empty one, triggers it. */
 	maybe_continue(x);
+	if (x->body_done)
+		return 0;
 	if (x->io_error)
 		return -CN_ERR_CLOSED;
 	if (!x->req.chunked) {

@@ -901,7 +901,10 @@ static int v2hdr_cmp(const v2hdr *a, const v2hdr *b)
 /* StringToSign = Method \n Content-MD5 \n Content-Type \n Date \n CanonicalizedAmzHeaders
  * CanonicalizedResource. `date` is the Date line (Date header, "" when x-amz-date is set, or
  * the Expires value for query auth). */
-static cn_err v2_string_to_sign(const cn_http_req *req, const qset *qs, cn_str date, cn_buf *b)
+/* bucket_slash: the path names a bucket only ("/bucket") and the resource is "/bucket/",
+ * as AWS documents and botocore signs it (older clients sign "/bucket": both accepted). */
+static cn_err v2_string_to_sign(const cn_http_req *req, const qset *qs, cn_str date, bool bucket_slash,
+			       cn_buf *b)
 {
 	const cn_str *md5 = hdr_get(req, "content-md5"), *ct = hdr_get(req, "content-type");
 	cn_err e = cn_buf_append(b, req->method.p, req->method.len);
@@ -962,6 +965,8 @@ static cn_err v2_string_to_sign(const cn_http_req *req, const qset *qs, cn_str d
 	/* Resource: the path as sent, then the sub-resources (the list is sorted). */
 	if ((e = cn_buf_append(b, req->path.len ? req->path.p : "/", req->path.len ? req->path.len : 1)))
 		return e;
+	if (bucket_slash && (e = cn_buf_append(b, "/", 1)))
+		return e;
 	bool first = true;
 	for (size_t s = 0; s < sizeof v2_subresources / sizeof v2_subresources[0]; s++) {
 		const qparam *p;
@@ -1011,16 +1016,23 @@ static cn_auth_err v2_verify(const cn_auth_config *cfg, const cn_http_req *req, 
 	copy_str(out->access_key, sizeof out->access_key, akid);
 	cn_buf b;
 	cn_buf_init(&b);
-	if (v2_string_to_sign(req, qs, date, &b)) {
-		cn_buf_fini(&b);
-		out->detail = "request cannot be canonicalised";
-		return CN_AUTH_MALFORMED;
+	bool bucket_only = req->path.len > 1 && req->path.p[0] == '/' &&
+	                   !memchr(req->path.p + 1, '/', req->path.len - 1);
+	int match = 0;
+	for (int attempt = 0; attempt < (bucket_only ? 2 : 1) && !match; attempt++) {
+		b.len = 0;
+		if (v2_string_to_sign(req, qs, date, attempt == 1, &b)) {
+			cn_buf_fini(&b);
+			out->detail = "request cannot be canonicalised";
+			return CN_AUTH_MALFORMED;
+		}
+		unsigned char mac[20];
+		unsigned int mlen = 20;
+		HMAC(EVP_sha1(), secret, (int)strlen(secret), (const unsigned char *)b.p, b.len, mac, &mlen);
+		match = CRYPTO_memcmp(mac, given, 20) == 0;
 	}
-	unsigned char mac[20];
-	unsigned int mlen = 20;
-	HMAC(EVP_sha1(), secret, (int)strlen(secret), (const unsigned char *)b.p, b.len, mac, &mlen);
 	cn_buf_fini(&b);
-	if (CRYPTO_memcmp(mac, given, 20) != 0) {
+	if (!match) {
 		out->detail = "the request signature does not match";
 		return CN_AUTH_SIGNATURE_MISMATCH;
 	}

@@ -108,7 +108,7 @@ void cn_s3_error(cn_s3_req *r, cn_s3_code code, const char *message)
 		code = CN_S3_InternalError;
 	const char *msg = message ? message : s3_errors[code].message;
 	int status = s3_errors[code].status;
-	cn_log(status >= 500 ? CN_LOG_WARN : CN_LOG_DEBUG, r->reqid, "%.*s %.*s -> %d %s: %s",
+	cn_log(status >= 500 && status != 501 ? CN_LOG_WARN : CN_LOG_DEBUG, r->reqid, "%.*s %.*s -> %d %s: %s",
 	       (int)r->h->method.len, r->h->method.p, (int)r->h->target.len > 512 ? 512 : (int)r->h->target.len,
 	       r->h->target.p, status, s3_errors[code].code, msg);
 	if (cn_http_resp_started(r->x)) {
@@ -480,7 +480,7 @@ static cn_s3_code auth_code(cn_auth_err e)
 	case CN_AUTH_EXPIRED: return CN_S3_AccessDenied;
 	case CN_AUTH_MISSING_DATE: return CN_S3_AccessDenied;
 	case CN_AUTH_BAD_CONTENT_SHA256: return CN_S3_InvalidArgument;
-	case CN_AUTH_UNSUPPORTED: return CN_S3_NotImplemented;
+	case CN_AUTH_UNSUPPORTED: return CN_S3_InvalidArgument;
 	case CN_AUTH_EXPIRES_TOO_LARGE: return CN_S3_AuthorizationQueryParametersError;
 	}
 	return CN_S3_AccessDenied;
