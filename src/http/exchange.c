@@ -212,6 +212,14 @@ static cn_err build_head(cn_http_exchange *x, int64_t length)
 	x->resp_len = length;
 	if (length < 0)
 		x->close = true;
+	/* A request body the handler did not read (an error answered early) can only be
+	 * skipped when it is small and surely coming; otherwise say now that we will close,
+	 * so the client does not send its next request on a connection we drop. */
+	bool has_body = x->req.chunked || x->req.content_length > 0;
+	if (has_body && !x->body_done &&
+	    ((x->req.expect_continue && !x->body_started) || x->req.chunked ||
+	     x->body_left > DRAIN_MAX))
+		x->close = true;
 	time_t now = time(NULL);
 	if (now != date_cache_sec) {
 		cn_time_http((int64_t)now * 1000, date_cache);

@@ -904,7 +904,7 @@ static int v2hdr_cmp(const v2hdr *a, const v2hdr *b)
 /* bucket_slash: the path names a bucket only ("/bucket") and the resource is "/bucket/",
  * as AWS documents and botocore signs it (older clients sign "/bucket": both accepted). */
 static cn_err v2_string_to_sign(const cn_http_req *req, const qset *qs, cn_str date, bool bucket_slash,
-			       cn_buf *b)
+			       const char *vhost_bucket, cn_buf *b)
 {
 	const cn_str *md5 = hdr_get(req, "content-md5"), *ct = hdr_get(req, "content-type");
 	cn_err e = cn_buf_append(b, req->method.p, req->method.len);
@@ -962,7 +962,9 @@ static cn_err v2_string_to_sign(const cn_http_req *req, const qset *qs, cn_str d
 	if (n && (e = cn_buf_append(b, "\n", 1)))
 		return e;
 
-	/* Resource: the path as sent, then the sub-resources (the list is sorted). */
+	/* Resource: [/vhost-bucket] the path as sent, then the sub-resources (sorted list). */
+	if (vhost_bucket && ((e = cn_buf_append(b, "/", 1)) || (e = cn_buf_puts(b, vhost_bucket))))
+		return e;
 	if ((e = cn_buf_append(b, req->path.len ? req->path.p : "/", req->path.len ? req->path.len : 1)))
 		return e;
 	if (bucket_slash && (e = cn_buf_append(b, "/", 1)))
@@ -1016,12 +1018,12 @@ static cn_auth_err v2_verify(const cn_auth_config *cfg, const cn_http_req *req, 
 	copy_str(out->access_key, sizeof out->access_key, akid);
 	cn_buf b;
 	cn_buf_init(&b);
-	bool bucket_only = req->path.len > 1 && req->path.p[0] == '/' &&
+	bool bucket_only = !cfg->vhost_bucket && req->path.len > 1 && req->path.p[0] == '/' &&
 	                   !memchr(req->path.p + 1, '/', req->path.len - 1);
 	int match = 0;
 	for (int attempt = 0; attempt < (bucket_only ? 2 : 1) && !match; attempt++) {
 		b.len = 0;
-		if (v2_string_to_sign(req, qs, date, attempt == 1, &b)) {
+		if (v2_string_to_sign(req, qs, date, attempt == 1, cfg->vhost_bucket, &b)) {
 			cn_buf_fini(&b);
 			out->detail = "request cannot be canonicalised";
 			return CN_AUTH_MALFORMED;

@@ -52,6 +52,8 @@ typedef struct cn_auth_config {
 	void *lookup_ctx;
 	const char *region;   /* NULL/"" = accept any region in the credential scope */
 	int64_t max_skew_ms;  /* 15 min per AWS */
+	const char *vhost_bucket; /* bucket named by the Host header (virtual-host style), or
+	                             NULL: SigV2 signs "/bucket" + path then */
 } cn_auth_config;
 
 /* Everything later stages need: who signed, and how to verify a streaming body. */

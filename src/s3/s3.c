@@ -453,6 +453,7 @@ static cn_s3_code parse_target(cn_s3_req *r)
 		size_t hl = strlen(host), dl = strlen(domain);
 		if (hl > dl + 1 && host[hl - dl - 1] == '.' && strcmp(host + hl - dl, domain) == 0) {
 			r->bucket = cn_s3_strndup(r, host, hl - dl - 1);
+			r->vhost = true;
 			r->key = cn_s3_strndup(r, p, strlen(p));
 			return CN_S3_OK;
 		}
@@ -664,6 +665,7 @@ void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x)
 			.lookup_ctx = s,
 			.region = s->cfg.enforce_region ? s->cfg.region : NULL,
 			.max_skew_ms = 15 * 60 * 1000,
+			.vhost_bucket = r.vhost ? r.bucket : NULL,
 		};
 		cn_auth_err ae = cn_auth_check(&ac, h, cn_now_ms(), &r.auth);
 		if (ae != CN_AUTH_OK) {

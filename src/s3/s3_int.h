@@ -39,6 +39,7 @@ typedef struct cn_s3_req {
 	size_t nquery;
 	cn_auth_result auth;
 	bool head;             /* HEAD request: the exchange swallows body bytes */
+	bool vhost;            /* the bucket came from the Host header (--domain) */
 	/* The request payload: HTTP framing removed, aws-chunked decoded and every chunk
 	 * signature checked, x-amz-content-sha256 verified at EOF. Reading it past a failure
 	 * returns the error; r->body_error then holds the precise S3 code and

@@ -217,17 +217,9 @@ def test_sigv2_header(server, bucket):
     c.delete_object(Bucket=bucket, Key="v2copy")
 
 
-@pytest.mark.skipif(not _sigv2_available(), reason="this botocore has no SigV2 ('s3') signer")
-def test_sigv2_bucket_level_requests(server, s3, bucket):
-    """botocore's SigV2 signs bucket-level path-style requests with the resource "/bucket/"
-    while it sends "/bucket?..." (GetBucketLocation it signs as "/bucket?location?location",
-    a botocore bug no server can match, so it is not tested). A server that accepts both
-    "/bucket" and "/bucket/" as the resource serves ListObjects and HeadBucket to it."""
-    s3.put_object(Bucket=bucket, Key="v2list", Body=b"x")
-    c = make_client(server, signature_version="s3")
-    assert [o["Key"] for o in c.list_objects(Bucket=bucket)["Contents"]] == ["v2list"]
-    assert [o["Key"] for o in c.list_objects_v2(Bucket=bucket, Prefix="v2")["Contents"]] == ["v2list"]
-    c.head_bucket(Bucket=bucket)
+# SigV2 bucket-level requests (ListObjects, HeadBucket) are tested in virtual-host style in
+# test_vhost.py: in path style botocore signs the resource "/bucket/" but requests "/bucket",
+# which AWS's own rules (resource = the request path) do not match either.
 
 
 @pytest.mark.skipif(not _sigv2_available(), reason="this botocore has no SigV2 ('s3') signer")

@@ -261,6 +261,47 @@ def test_expect_100_continue_empty_body(server, bucket):
     assert _status(head) in (100, 200), head
 
 
+@pytest.mark.parametrize("expect", [True, False])
+def test_error_before_body_keeps_or_announces_close(server, bucket, expect):
+    """An error answered before the body was read (here MetadataTooLarge): the server may keep
+    the connection (reading or skipping the body) or close it, but closing requires
+    "Connection: close" in that answer — otherwise clients reuse the pooled connection and
+    their next request fails (seen with boto3 as ConnectionClosedError)."""
+    path = f"/{bucket}/early-error"
+    body = b"x" * 1000
+    h = sign_headers("PUT", f"http://127.0.0.1:{server.port}{path}",
+                     {"Content-Length": str(len(body)), "x-amz-meta-big": "v" * 2100}, hashlib.sha256(body).hexdigest())
+    if expect:
+        h["Expect"] = "100-continue"
+    s = _sock(server)
+    req = f"PUT {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in h.items()) + "\r\n"
+    s.sendall(req.encode() + body)
+    head = _read_response_head(s, timeout=5)
+    if _status(head) == 100:
+        head = head.split(b"\r\n\r\n", 1)[1]
+        if b"\r\n\r\n" not in head:
+            head += _read_response_head(s, timeout=5)
+    assert _status(head) == 400, head
+    headers = head.split(b"\r\n\r\n", 1)[0].lower()
+    announced = b"connection: close" in headers
+    # skip the error body, then try the next request on the same connection
+    time.sleep(0.2)
+    try:
+        s.sendall(b"GET /minio/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+        rest = head.split(b"\r\n\r\n", 1)[1]
+        deadline = time.monotonic() + 5
+        while b"HTTP/1.1 200" not in rest and time.monotonic() < deadline:
+            d = s.recv(65536)
+            if not d:
+                break
+            rest += d
+        reused = b"HTTP/1.1 200" in rest
+    except OSError:
+        reused = False
+    s.close()
+    assert reused or announced, "connection closed after the error without Connection: close"
+
+
 @pytest.mark.parametrize("what", ["one-64k-header", "many-headers", "long-url"])
 def test_oversized_head(server, what):
     s = _sock(server)

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# run.sh: cairn's whole integration suite, in order — boto3/pytest (test_*.py), the kill -9
+# durability test, the command-line clients (clients.sh: aws cli, s3cmd, rclone) and the AWS
+# SDK for JavaScript v3 (js/, node --test). Every part runs even when an earlier one failed;
+# a summary follows and the exit status is non-zero when anything failed.
+#
+# Usage: tests/integration/run.sh [pytest args...]      e.g. run.sh -k listing
+#   CAIRN_BIN   the server binary (default build/cairn)
+#   ONLY        a subset, space separated: "pytest durability clients js"
+# Needs (Debian): python3-boto3 python3-pytest awscli s3cmd rclone nodejs npm; the npm
+# packages of js/package-lock.json are installed here with `npm ci` when js/node_modules is
+# missing.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+export CAIRN_BIN=${CAIRN_BIN:-$REPO/build/cairn}
+case "$CAIRN_BIN" in /*) ;; *) CAIRN_BIN=$REPO/$CAIRN_BIN ;; esac
+ONLY=${ONLY:-pytest durability clients js}
+PY=/usr/bin/python3
+
+if [ ! -x "$CAIRN_BIN" ]; then
+	echo "run.sh: cairn binary not found at $CAIRN_BIN (build it: make build/cairn)" >&2
+	exit 2
+fi
+
+declare -a NAMES RESULTS DETAILS
+record() { NAMES+=("$1"); RESULTS+=("$2"); DETAILS+=("$3"); }
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+T0=$SECONDS
+
+if want pytest; then
+	echo "=== pytest + boto3 ($($PY -c 'import boto3, botocore; print("boto3", boto3.__version__, "botocore", botocore.__version__)'))"
+	LOGF=$(mktemp /tmp/cairn-pytest.XXXXXX)
+	t=$SECONDS
+	(cd "$HERE" && timeout 900 $PY -m pytest -q -p no:cacheprovider -rfE "$@" 2>&1) | tee "$LOGF"
+	rc=${PIPESTATUS[0]}
+	line=$(grep -E "^(=+ )?[0-9]+ (passed|failed|error)|(passed|failed|error).* in [0-9.]+s" "$LOGF" | tail -n 1 | sed 's/=//g; s/^ *//; s/ *$//')
+	rm -f "$LOGF"
+	record pytest $rc "${line:-no pytest summary} ($((SECONDS - t))s)"
+fi
+
+if want durability; then
+	echo "=== durability (kill -9)"
+	t=$SECONDS
+	out=$(timeout 600 $PY "$HERE/durability.py" 2>&1)
+	rc=$?
+	echo "$out"
+	record durability $rc "$(echo "$out" | grep -E '^(durability: OK|DURABILITY FAILED)' | tail -n 1) ($((SECONDS - t))s)"
+fi
+
+if want clients; then
+	echo "=== aws cli, s3cmd, rclone"
+	t=$SECONDS
+	out=$(timeout 900 bash "$HERE/clients.sh" 2>&1)
+	rc=$?
+	echo "$out"
+	record clients $rc "$(echo "$out" | grep -E '^(clients.sh: all|FAIL )' | tail -n 1) ($((SECONDS - t))s)"
+fi
+
+if want js; then
+	echo "=== @aws-sdk/client-s3 (node $(node --version 2>/dev/null || echo missing))"
+	t=$SECONDS
+	rc=0
+	if [ ! -d "$HERE/js/node_modules/@aws-sdk/client-s3" ]; then
+		(cd "$HERE/js" && timeout 600 npm ci --no-audit --no-fund --loglevel=error) || rc=$?
+	fi
+	if [ $rc -eq 0 ]; then
+		out=$(cd "$HERE/js" && timeout 600 node --test 2>&1)
+		rc=$?
+		echo "$out"
+		detail="$(echo "$out" | grep -E '^# (pass|fail) ' | tr '\n' ' ')"
+	else
+		detail="npm ci failed"
+	fi
+	record js $rc "$detail($((SECONDS - t))s)"
+fi
+
+echo
+echo "=== integration summary ($((SECONDS - T0))s, binary $CAIRN_BIN)"
+failed=0
+for i in "${!NAMES[@]}"; do
+	if [ "${RESULTS[$i]}" -eq 0 ]; then st=PASS; else st="FAIL(rc=${RESULTS[$i]})"; failed=$((failed + 1)); fi
+	printf '  %-11s %-10s %s\n' "${NAMES[$i]}" "$st" "${DETAILS[$i]}"
+done
+if [ $failed -ne 0 ]; then
+	echo "integration: $failed part(s) failed"
+	exit 1
+fi
+echo "integration: all parts passed"
