@@ -28,6 +28,11 @@ static cn_conn_verdict serve(void *ctx, cn_conn *c)
 	return (cn_conn_verdict)cn_http_serve(c, (cn_http_handler)cn_s3_handle, ctx);
 }
 
+static cn_conn_verdict serve_inline(void *ctx, cn_conn *c)
+{
+	return (cn_conn_verdict)cn_http_serve_inline(c, (cn_http_handler)cn_s3_handle, ctx);
+}
+
 static void server_usage(FILE *f)
 {
 	fprintf(f,
@@ -202,7 +207,8 @@ int cn_cli_server(int argc, char **argv)
 	}
 	const char *lg = getenv("CAIRN_LINGER_MS");
 	cn_net_config nc = { .host = host, .port = port, .workers = workers, .max_head = 32 * 1024,
-	                     .linger_ms = lg ? atoi(lg) : 50 };
+	                     .linger_ms = lg ? atoi(lg) : 50,
+	                     .inline_handler = getenv("CAIRN_NO_INLINE") ? NULL : serve_inline };
 	cn_net *net = NULL;
 	if ((e = cn_net_new(&nc, serve, s3, &net))) {
 		fprintf(stderr, "cairn server: cannot listen on %s:%d (see the log line above)\n", host, port);

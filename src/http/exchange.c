@@ -35,6 +35,9 @@ struct cn_http_exchange {
 	cn_buf headbuf;          /* the full head, built by send_head */
 	bool head_built, head_sent, close;
 	bool is_head;
+	bool inline_mode;        /* on the loop thread: output goes to obuf, never blocks */
+	bool deferred;           /* inline request that must be redone on a worker */
+	cn_buf obuf;
 	int64_t resp_len, resp_sent;
 	cn_writer writer;
 };
@@ -243,12 +246,32 @@ static cn_err build_head(cn_http_exchange *x, int64_t length)
 	return e;
 }
 
+/* Inline mode: responses up to this size are buffered and sent by the loop; anything
+ * larger (or a sendfile) defers the request to a worker. */
+#define INLINE_MAX (160 * 1024)
+
+static cn_err out_write(cn_http_exchange *x, const void *a, size_t alen, const void *b, size_t blen)
+{
+	if (!x->inline_mode)
+		return cn_conn_write2(x->c, a, alen, b, blen);
+	if (x->deferred)
+		return CN_ERR_BUSY;
+	if (x->obuf.len + alen + blen > INLINE_MAX) {
+		x->deferred = true;
+		return CN_ERR_BUSY;
+	}
+	cn_err e = cn_buf_append(&x->obuf, a, alen);
+	if (!e && blen)
+		e = cn_buf_append(&x->obuf, b, blen);
+	return e;
+}
+
 static cn_err flush_head(cn_http_exchange *x, const void *body, size_t len)
 {
 	if (x->head_sent)
-		return len ? cn_conn_write(x->c, body, len) : CN_OK;
+		return len ? out_write(x, body, len, NULL, 0) : CN_OK;
 	x->head_sent = true;
-	cn_err e = cn_conn_write2(x->c, x->headbuf.p, x->headbuf.len, body, len);
+	cn_err e = out_write(x, x->headbuf.p, x->headbuf.len, body, len);
 	if (e)
 		x->io_error = true;
 	return e;
@@ -256,6 +279,11 @@ static cn_err flush_head(cn_http_exchange *x, const void *body, size_t len)
 
 cn_err cn_http_resp_send_head(cn_http_exchange *x, int64_t length)
 {
+	if (x->inline_mode && !x->is_head && (length < 0 || length > INLINE_MAX / 2)) {
+		x->deferred = true; /* large bodies stream (sendfile) from a worker */
+		x->head_built = x->head_sent = true;
+		return CN_ERR_BUSY;
+	}
 	cn_err e = build_head(x, length);
 	if (e)
 		return e;
@@ -268,6 +296,8 @@ cn_err cn_http_resp_send_head(cn_http_exchange *x, int64_t length)
 cn_err cn_http_resp_body(cn_http_exchange *x, const void *p, size_t len)
 {
 	CN_ASSERT(x->head_built);
+	if (x->deferred)
+		return CN_ERR_BUSY;
 	if (x->is_head)
 		return CN_OK;
 	if (x->io_error)
@@ -295,6 +325,10 @@ static cn_err w_send_fd(cn_writer *w, int fd, int64_t off, int64_t len)
 	CN_ASSERT(x->head_built);
 	if (x->is_head)
 		return CN_OK;
+	if (x->inline_mode) {
+		x->deferred = true;
+		return CN_ERR_BUSY;
+	}
 	if (x->io_error)
 		return CN_ERR_CLOSED;
 	cn_err e = flush_head(x, NULL, 0);
@@ -371,53 +405,85 @@ static bool finish(cn_http_exchange *x)
 	return true;
 }
 
+/* Serves the request whose head is buffered at c->off. Returns CN_CONN_KEEP/CLOSE, or
+ * CN_CONN_DEFER in inline mode when the request must run on a worker (c->off restored). */
+static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, void *ctx, bool inline_mode)
+{
+	cn_http_exchange x;
+	memset(&x, 0, sizeof x);
+	x.c = c;
+	size_t avail = c->len - c->off;
+	const char *end = avail ? memmem(c->buf + c->off, avail, "\r\n\r\n", 4) : NULL;
+	if (!end)
+		return CN_CONN_KEEP; /* incomplete: back to the loop */
+	size_t hlen = (size_t)(end - (c->buf + c->off)) + 4;
+	x.head = malloc(hlen);
+	if (!x.head) {
+		simple_reply(c, 503);
+		return CN_CONN_CLOSE;
+	}
+	memcpy(x.head, c->buf + c->off, hlen);
+	/* Parse the private copy so every view stays valid while the buffer is reused. */
+	int r = cn_http_parse_request(x.head, hlen, &x.req);
+	if (r <= 0) {
+		int status = r < 0 ? -r : 400;
+		cn_log(CN_LOG_INFO, NULL, "%s: bad request head (%d)", c->peer, status);
+		simple_reply(c, status);
+		free(x.head);
+		return CN_CONN_CLOSE;
+	}
+	if (inline_mode && (x.req.chunked || x.req.content_length > 0 ||
+	                    !(cn_str_eq_c(x.req.method, "GET") || cn_str_eq_c(x.req.method, "HEAD")))) {
+		free(x.head);
+		return CN_CONN_DEFER;
+	}
+	c->off += hlen;
+	make_reqid(x.reqid);
+	x.inline_mode = inline_mode;
+	x.body.read = body_read;
+	x.body_left = x.req.chunked ? 0 : (x.req.content_length > 0 ? x.req.content_length : 0);
+	if (!x.req.chunked && x.body_left == 0)
+		x.body_done = true;
+	cn_http_chunked_init(&x.chunked);
+	x.is_head = cn_str_eq_c(x.req.method, "HEAD");
+	x.writer.write = w_write;
+	x.writer.send_fd = w_send_fd;
+	cn_buf_init(&x.hdrs);
+	cn_buf_init(&x.headbuf);
+	cn_buf_init(&x.obuf);
+
+	h(ctx, &x);
+	bool keep = finish(&x);
+	free(x.head);
+	cn_buf_fini(&x.hdrs);
+	cn_buf_fini(&x.headbuf);
+	if (x.deferred) {
+		/* Nothing reached the socket: hand the untouched request to a worker. */
+		cn_buf_fini(&x.obuf);
+		c->off -= hlen;
+		return CN_CONN_DEFER;
+	}
+	if (inline_mode) {
+		CN_ASSERT(!c->out);
+		c->out = x.obuf.p; /* ownership moves to the connection; the loop sends it */
+		c->out_off = 0;
+		c->out_len = x.obuf.len;
+	}
+	return keep ? CN_CONN_KEEP : CN_CONN_CLOSE;
+}
+
 int cn_http_serve(struct cn_conn *c, cn_http_handler h, void *ctx)
 {
 	for (;;) {
-		cn_http_exchange x;
-		memset(&x, 0, sizeof x);
-		x.c = c;
-		size_t avail = c->len - c->off;
-		const char *end = avail ? memmem(c->buf + c->off, avail, "\r\n\r\n", 4) : NULL;
-		if (!end)
-			return CN_CONN_KEEP; /* incomplete: back to the loop */
-		size_t hlen = (size_t)(end - (c->buf + c->off)) + 4;
-		x.head = malloc(hlen);
-		if (!x.head) {
-			simple_reply(c, 503);
-			return CN_CONN_CLOSE;
-		}
-		memcpy(x.head, c->buf + c->off, hlen);
-		c->off += hlen;
-		/* Parse the private copy so every view stays valid while the buffer is reused. */
-		int r = cn_http_parse_request(x.head, hlen, &x.req);
-		if (r <= 0) {
-			int status = r < 0 ? -r : 400;
-			cn_log(CN_LOG_INFO, NULL, "%s: bad request head (%d)", c->peer, status);
-			simple_reply(c, status);
-			free(x.head);
-			return CN_CONN_CLOSE;
-		}
-		make_reqid(x.reqid);
-		x.body.read = body_read;
-		x.body_left = x.req.chunked ? 0 : (x.req.content_length > 0 ? x.req.content_length : 0);
-		if (!x.req.chunked && x.body_left == 0)
-			x.body_done = true;
-		cn_http_chunked_init(&x.chunked);
-		x.is_head = cn_str_eq_c(x.req.method, "HEAD");
-		x.writer.write = w_write;
-		x.writer.send_fd = w_send_fd;
-		cn_buf_init(&x.hdrs);
-		cn_buf_init(&x.headbuf);
-
-		h(ctx, &x);
-		bool keep = finish(&x);
-		free(x.head);
-		cn_buf_fini(&x.hdrs);
-		cn_buf_fini(&x.headbuf);
-		if (!keep)
-			return CN_CONN_CLOSE;
+		cn_conn_verdict v = serve_one(c, h, ctx, false);
+		if (v != CN_CONN_KEEP)
+			return v;
 		if (!cn_conn_has_head(c))
 			return CN_CONN_KEEP;
 	}
+}
+
+int cn_http_serve_inline(struct cn_conn *c, cn_http_handler h, void *ctx)
+{
+	return serve_one(c, h, ctx, true);
 }

@@ -165,5 +165,11 @@ bool cn_http_resp_started(cn_http_exchange *x); /* head already sent */
 struct cn_conn;
 typedef void (*cn_http_handler)(void *ctx, cn_http_exchange *x);
 int cn_http_serve(struct cn_conn *c, cn_http_handler h, void *ctx); /* cn_conn_verdict */
+/* Loop thread: serves one bodiless GET/HEAD without blocking — its response (at most
+ * ~160 KiB) is left in c->out for the loop to send. Returns CN_CONN_DEFER, with nothing
+ * consumed or sent, for any other request or when the response turns out large or
+ * file-backed (the handler's output is then discarded and a worker runs it again: handlers
+ * of GET/HEAD must have no side effects before they respond). */
+int cn_http_serve_inline(struct cn_conn *c, cn_http_handler h, void *ctx);
 
 #endif

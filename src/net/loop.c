@@ -30,7 +30,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-enum { ST_IDLE, ST_HEAD, ST_QUEUED, ST_BUSY };
+enum { ST_IDLE, ST_HEAD, ST_QUEUED, ST_BUSY, ST_WRITE };
+#define INLINE_BATCH 16
 #define HEAD_BUF_INIT 8192
 
 struct cn_net {
@@ -75,6 +76,7 @@ static void conn_close(cn_net *n, cn_conn *c)
 	conn_unlink(n, c);
 	if (c->fd >= 0)
 		close(c->fd);
+	free(c->out);
 	free(c->buf);
 	free(c);
 }
@@ -157,6 +159,100 @@ static void dispatch(cn_net *n, cn_conn *c)
 	pthread_mutex_unlock(&n->mu);
 }
 
+static void arm_out(cn_net *n, cn_conn *c)
+{
+	struct epoll_event ev = { .events = EPOLLOUT | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c };
+	if (epoll_ctl(n->epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
+		cn_log(CN_LOG_WARN, NULL, "epoll_ctl(%s): %s", c->peer, strerror(errno));
+}
+
+/* Loop thread: sends c->out without blocking. Returns true when all is sent (and the
+ * connection stays open), false when it closed or now waits for EPOLLOUT. */
+static bool flush_out(cn_net *n, cn_conn *c)
+{
+	while (c->out && c->out_off < c->out_len) {
+		ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+		                 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w > 0) {
+			c->out_off += (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			c->state = ST_WRITE;
+			c->deadline_ms = cn_mono_ms() + n->cfg.io_timeout_ms;
+			arm_out(n, c);
+			return false;
+		}
+		conn_close(n, c);
+		return false;
+	}
+	free(c->out);
+	c->out = NULL;
+	c->out_off = c->out_len = 0;
+	if (c->close_after) {
+		shutdown(c->fd, SHUT_WR);
+		conn_close(n, c);
+		return false;
+	}
+	return true;
+}
+
+/* Loop thread: a complete head is buffered. Serves it inline when the inline handler
+ * takes it, else hands the connection to the workers. Continues with pipelined heads. */
+static void serve_ready(cn_net *n, cn_conn *c)
+{
+	for (int i = 0; i < INLINE_BATCH; i++) {
+		if (!n->cfg.inline_handler || n->stopping) {
+			dispatch(n, c);
+			return;
+		}
+		cn_conn_verdict v = n->cfg.inline_handler(n->ctx, c);
+		if (v == CN_CONN_DEFER) {
+			dispatch(n, c);
+			return;
+		}
+		c->close_after = v == CN_CONN_CLOSE;
+		if (!flush_out(n, c))
+			return;
+		if (!cn_conn_has_head(c)) {
+			c->scanned = c->buf ? c->len - c->off : 0;
+			if (c->buf && c->off < c->len) {
+				c->state = ST_HEAD;
+				c->deadline_ms = cn_mono_ms() + n->cfg.header_timeout_ms;
+			} else {
+				c->state = ST_IDLE;
+				c->deadline_ms = cn_mono_ms() + n->cfg.idle_timeout_ms;
+				conn_drop_buf(c);
+			}
+			arm(n, c, EPOLL_CTL_MOD);
+			return;
+		}
+	}
+	dispatch(n, c); /* a long pipeline: let a worker continue, others get the loop */
+}
+
+/* Loop thread: a connection waiting to send its inline response became writable. */
+static void on_writable(cn_net *n, cn_conn *c, uint32_t events)
+{
+	if (events & (EPOLLERR | EPOLLHUP)) {
+		conn_close(n, c);
+		return;
+	}
+	if (!flush_out(n, c))
+		return;
+	if (cn_conn_has_head(c)) {
+		serve_ready(n, c);
+		return;
+	}
+	c->state = c->buf && c->off < c->len ? ST_HEAD : ST_IDLE;
+	c->deadline_ms = cn_mono_ms() + (c->state == ST_HEAD ? n->cfg.header_timeout_ms : n->cfg.idle_timeout_ms);
+	if (c->state == ST_IDLE)
+		conn_drop_buf(c);
+	arm(n, c, EPOLL_CTL_MOD);
+}
+
 /* Loop thread: the connection became readable. */
 static void on_readable(cn_net *n, cn_conn *c, uint32_t events)
 {
@@ -205,7 +301,7 @@ static void on_readable(cn_net *n, cn_conn *c, uint32_t events)
 			}
 			c->len += (size_t)r;
 			if (head_complete(c)) {
-				dispatch(n, c);
+				serve_ready(n, c);
 				return;
 			}
 			continue;
@@ -321,7 +417,8 @@ static void expire(cn_net *n)
 	cn_conn *c = n->all;
 	while (c) {
 		cn_conn *next = c->next;
-		if ((c->state == ST_IDLE || c->state == ST_HEAD) && c->deadline_ms < now) {
+		if ((c->state == ST_IDLE || c->state == ST_HEAD || c->state == ST_WRITE) &&
+		    c->deadline_ms < now) {
 			if (c->state == ST_HEAD) {
 				cn_log(CN_LOG_INFO, NULL, "closing %s: request head not complete within %d ms",
 				       c->peer, n->cfg.header_timeout_ms);
@@ -550,6 +647,8 @@ cn_err cn_net_run(cn_net *n, int grace_ms)
 				on_accept(n);
 			else if (p == &n->evfd)
 				on_back(n);
+			else if (((cn_conn *)p)->state == ST_WRITE)
+				on_writable(n, p, evs[i].events);
 			else
 				on_readable(n, p, evs[i].events);
 		}

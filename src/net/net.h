@@ -26,10 +26,15 @@ typedef struct cn_conn {
 	struct cn_conn *prev, *next;
 	struct cn_conn *qnext;
 	struct cn_net *net;
+	/* response bytes of a request served on the loop thread, not yet sent (owned) */
+	char *out;
+	size_t out_off, out_len;
+	bool close_after;
 } cn_conn;
 
-/* What the worker's handler tells the loop. */
-typedef enum { CN_CONN_KEEP, CN_CONN_CLOSE } cn_conn_verdict;
+/* What a handler tells the loop. CN_CONN_DEFER (inline handler only): this request must
+ * run on a worker; nothing was consumed or sent, the head is still buffered. */
+typedef enum { CN_CONN_KEEP, CN_CONN_CLOSE, CN_CONN_DEFER } cn_conn_verdict;
 /* Called on a worker thread with a connection whose buffer holds a complete request head
  * at buf[off]. Serves one or more requests; returns KEEP to park the connection again. */
 typedef cn_conn_verdict (*cn_net_handler)(void *ctx, cn_conn *c);
@@ -46,6 +51,11 @@ typedef struct cn_net_config {
 	size_t max_head;        /* head limit (CN_HTTP_MAX_HEAD) */
 	int linger_ms;          /* keep a worker on its connection this long for the next
 	                           request when no one else waits (0 = off) */
+	/* Optional: serves one request on the loop thread itself, without blocking on the
+	 * socket: the response goes to c->out (the loop sends it, waiting for EPOLLOUT when
+	 * needed). Returns DEFER for requests that need a worker. Saves two thread hand-offs
+	 * per request for small reads. */
+	cn_net_handler inline_handler;
 } cn_net_config;
 
 typedef struct cn_net cn_net;
