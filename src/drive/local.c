@@ -41,7 +41,8 @@ typedef struct local_drive {
 	cn_drive base;
 	int root_fd;
 	bool durable;
-	bool sync_mode_full;     /* CAIRN_SYNC=syncfs: every sync() is a syncfs group commit */
+	bool sync_mode_full;     /* default: every sync() is a syncfs group commit;
+	                            CAIRN_SYNC=fsync: targeted fsyncs (below) */
 	pthread_mutex_t sync_mu;
 	pthread_cond_t sync_cv;
 	uint64_t started, completed, failed_gen; /* S1-S3 */
@@ -182,7 +183,7 @@ static void tmp_path(char *out, size_t cap, const char *tmp_id, const char *rest
 	CN_ASSERT(n > 0 && (size_t)n < cap); /* ids are bounded by CN_DRIVE_ID_MAX */
 }
 
-/* --- targeted durability (the default sync mode) ------------------------------------
+/* --- targeted durability (CAIRN_SYNC=fsync) -----------------------------------------
  * Instead of flushing the whole filesystem, each request syncs exactly what it changed:
  * file contents are fdatasync'ed when written (file_close(keep), the record in
  * rename_data), and the folders whose entries changed are remembered per thread and
@@ -1290,8 +1291,11 @@ cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out)
 	d->root_fd = fd;
 	d->durable = durable;
 	{
+		/* syncfs group commit by default: measured faster than per-request fsyncs on
+		 * these machines (docs/PERF.md); CAIRN_SYNC=fsync for drives shared with other
+		 * busy programs, whose dirty data a syncfs would flush too. */
 		const char *m = getenv("CAIRN_SYNC");
-		d->sync_mode_full = m && strcmp(m, "syncfs") == 0;
+		d->sync_mode_full = !(m && strcmp(m, "fsync") == 0);
 	}
 	pthread_mutex_init(&d->sync_mu, NULL);
 	pthread_cond_init(&d->sync_cv, NULL);

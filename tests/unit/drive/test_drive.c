@@ -200,9 +200,7 @@ static void *sync_run(void *arg)
 
 TEST(test_group_commit)
 {
-	setenv("CAIRN_SYNC", "syncfs", 1);
-	sync_drive = open_fresh(true);
-	unsetenv("CAIRN_SYNC");
+	sync_drive = open_fresh(true); /* default mode: syncfs group commit */
 	pthread_t th[8];
 	for (int i = 0; i < 8; i++)
 		pthread_create(&th[i], NULL, sync_run, NULL);
@@ -220,11 +218,13 @@ TEST(test_group_commit)
 	cn_drive_close(d);
 }
 
-/* Default mode: object commits sync exactly their files and folders (no syncfs);
+/* CAIRN_SYNC=fsync: object commits sync exactly their files and folders (no syncfs);
  * volume and system-file changes fall back to the syncfs group commit. */
 TEST(test_targeted_sync)
 {
+	setenv("CAIRN_SYNC", "fsync", 1);
 	cn_drive *d = open_fresh(true);
+	unsetenv("CAIRN_SYNC");
 	uint64_t barriers, flushes0, flushes;
 	CHECK_EQ_INT(cn_drive_sync(d), CN_OK); /* nothing pending: no flush */
 	cn_drive_local_sync_stats(d, &barriers, &flushes0);
