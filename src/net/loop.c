@@ -1,9 +1,10 @@
 /* net/loop.c: the event loop, the worker pool and connection I/O (see net.h for the model).
  *
  * Invariants:
- *  1. A connection is owned by one thread at a time: the loop while its state is IDLE or
- *     HEAD (and only the loop touches epoll registration and the connection list), a worker
- *     while BUSY. Workers hand connections back through the `back` queue + eventfd.
+ *  1. A connection is owned by one thread at a time: the loop while its state is IDLE,
+ *     HEAD or WRITE (and only the loop touches epoll registration and the connection
+ *     list; epoll interest is level-triggered and empty while a worker owns it), a worker
+ *     while QUEUED or BUSY. Workers hand connections back through the `back` queue + eventfd.
  *  2. An IDLE connection has no buffer (buf == NULL): 10,000 idle connections cost only
  *     their struct and the kernel's socket.
  *  3. Every connection the loop owns has a deadline: idle timeout while IDLE, header
@@ -91,11 +92,31 @@ static void conn_drop_buf(cn_conn *c)
 	}
 }
 
-static void arm(cn_net *n, cn_conn *c, int op)
+/* Epoll interest of a connection, level-triggered: EPOLLIN while the loop owns it,
+ * EPOLLOUT while it waits to send an inline response, nothing while a worker owns it.
+ * epoll_ctl is called only on a change, so a connection served inline request after
+ * request costs no epoll_ctl at all. */
+enum { EV_NONE = 0, EV_IN = 1, EV_OUT = 2, EV_UNREG = 3 };
+static void set_events(cn_net *n, cn_conn *c, int want)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c };
+	if (c->events == want)
+		return;
+	if (want == EV_NONE)
+		want = EV_UNREG; /* removed, not masked: EPOLLHUP/EPOLLERR ignore the mask, and a
+		                    worker-owned connection must never reach the loop's handlers */
+	if (c->events == want)
+		return;
+	struct epoll_event ev = { .events = 0, .data.ptr = c };
+	int op = c->events == EV_UNREG ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+	if (want == EV_IN)
+		ev.events = EPOLLIN | EPOLLRDHUP;
+	else if (want == EV_OUT)
+		ev.events = EPOLLOUT | EPOLLRDHUP;
+	else
+		op = EPOLL_CTL_DEL;
 	if (epoll_ctl(n->epfd, op, c->fd, &ev) < 0)
 		cn_log(CN_LOG_WARN, NULL, "epoll_ctl(%s): %s", c->peer, strerror(errno));
+	c->events = want;
 }
 
 /* Searches the buffered bytes for the end of a request head (CRLFCRLF). */
@@ -133,6 +154,7 @@ static void reply_and_close(cn_net *n, cn_conn *c, const char *msg, size_t len)
 
 static void dispatch(cn_net *n, cn_conn *c)
 {
+	set_events(n, c, EV_NONE); /* a worker will own it: the loop must not see its events */
 	pthread_mutex_lock(&n->mu);
 	if (n->qlen >= (size_t)n->cfg.max_queue) {
 		pthread_mutex_unlock(&n->mu);
@@ -159,13 +181,6 @@ static void dispatch(cn_net *n, cn_conn *c)
 	pthread_mutex_unlock(&n->mu);
 }
 
-static void arm_out(cn_net *n, cn_conn *c)
-{
-	struct epoll_event ev = { .events = EPOLLOUT | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c };
-	if (epoll_ctl(n->epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
-		cn_log(CN_LOG_WARN, NULL, "epoll_ctl(%s): %s", c->peer, strerror(errno));
-}
-
 /* Loop thread: sends c->out without blocking. Returns true when all is sent (and the
  * connection stays open), false when it closed or now waits for EPOLLOUT. */
 static bool flush_out(cn_net *n, cn_conn *c)
@@ -182,7 +197,7 @@ static bool flush_out(cn_net *n, cn_conn *c)
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			c->state = ST_WRITE;
 			c->deadline_ms = cn_mono_ms() + n->cfg.io_timeout_ms;
-			arm_out(n, c);
+			set_events(n, c, EV_OUT);
 			return false;
 		}
 		conn_close(n, c);
@@ -226,7 +241,7 @@ static void serve_ready(cn_net *n, cn_conn *c)
 				c->deadline_ms = cn_mono_ms() + n->cfg.idle_timeout_ms;
 				conn_drop_buf(c);
 			}
-			arm(n, c, EPOLL_CTL_MOD);
+			set_events(n, c, EV_IN);
 			return;
 		}
 	}
@@ -250,7 +265,7 @@ static void on_writable(cn_net *n, cn_conn *c, uint32_t events)
 	c->deadline_ms = cn_mono_ms() + (c->state == ST_HEAD ? n->cfg.header_timeout_ms : n->cfg.idle_timeout_ms);
 	if (c->state == ST_IDLE)
 		conn_drop_buf(c);
-	arm(n, c, EPOLL_CTL_MOD);
+	set_events(n, c, EV_IN);
 }
 
 /* Loop thread: the connection became readable. */
@@ -312,7 +327,7 @@ static void on_readable(cn_net *n, cn_conn *c, uint32_t events)
 				return;
 			}
 			conn_drop_buf(c);
-			arm(n, c, EPOLL_CTL_MOD);
+			set_events(n, c, EV_IN);
 			return;
 		}
 		if (r < 0 && errno == EINTR)
@@ -372,7 +387,8 @@ static void on_accept(cn_net *n)
 			n->all->prev = c;
 		n->all = c;
 		n->nconns++;
-		arm(n, c, EPOLL_CTL_ADD);
+		c->events = EV_UNREG;
+		set_events(n, c, EV_IN);
 	}
 }
 
@@ -407,7 +423,7 @@ static void on_back(cn_net *n)
 			c->deadline_ms = cn_mono_ms() + n->cfg.idle_timeout_ms;
 			conn_drop_buf(c);
 		}
-		arm(n, c, EPOLL_CTL_MOD);
+		set_events(n, c, EV_IN);
 	}
 }
 

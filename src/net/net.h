@@ -23,6 +23,7 @@ typedef struct cn_conn {
 	int64_t deadline_ms;
 	size_t scanned;      /* bytes already searched for the end of the head */
 	int state;
+	int events;          /* epoll interest now registered (loop.c) */
 	struct cn_conn *prev, *next;
 	struct cn_conn *qnext;
 	struct cn_net *net;
