@@ -4,6 +4,7 @@
  * shape (per-drive loops reduced by reduce_quorum, per-drive records carrying the shard
  * index and distribution) is what issue 3 fills with ISA-L Reed-Solomon and many drives. */
 #include "erasure/erasure.h"
+#include "erasure/erasure_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@ struct cn_ec_set {
 	cn_drive *drives[CN_EC_MAX_DRIVES];
 	size_t n;
 	int k, m;
+	cn_rcache *rc;  /* record cache (erasure_int.h), NULL when disabled */
 };
 
 struct cn_ec_writer {
@@ -75,6 +77,13 @@ cn_err cn_ec_set_new(cn_drive **drives, size_t ndrives, int k, int m, cn_ec_set 
 	s->n = ndrives;
 	s->k = k;
 	s->m = m;
+	{
+		/* CAIRN_RECORD_CACHE_MB (default 64; 0 disables): records up to 160 KiB */
+		const char *mb = getenv("CAIRN_RECORD_CACHE_MB");
+		size_t budget = (mb ? (size_t)strtoul(mb, NULL, 10) : 64) << 20;
+		if (cn_rcache_new(budget, 160 * 1024, &s->rc) != CN_OK)
+			s->rc = NULL;
+	}
 	*out = s;
 	return CN_OK;
 }
@@ -85,6 +94,7 @@ void cn_ec_set_free(cn_ec_set *s)
 		return;
 	for (size_t i = 0; i < s->n; i++)
 		cn_drive_close(s->drives[i]);
+	cn_rcache_free(s->rc);
 	free(s);
 }
 
@@ -155,6 +165,7 @@ cn_err cn_ec_delete_vol(cn_ec_set *s, const char *vol)
 	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++)
 		errs[i] = s->drives[i]->ops->delete_vol(s->drives[i], vol);
+	cn_rcache_clear(s->rc);
 	return reduce_quorum(errs, s->n, write_quorum(s));
 }
 
@@ -237,6 +248,7 @@ static cn_err commit(cn_ec_set *s, const char *tmp_id, const char *data_id, cons
 			errs[i] = s->drives[i]->ops->rename_data(s->drives[i], tmp_id, data_id, vol, key,
 			                                         rec.p, rec.len);
 	}
+	cn_rcache_invalidate(s->rc, vol, key); /* R1: after the renames */
 	if (added_part) {
 		m->parts = NULL;
 		m->nparts = 0;
@@ -291,11 +303,16 @@ static cn_err read_meta_drive(cn_ec_set *s, size_t i, const char *vol, const cha
 {
 	cn_buf rec;
 	cn_buf_init(&rec);
-	cn_err e = s->drives[i]->ops->read_meta(s->drives[i], vol, key, CN_EC_RECORD_MAX, &rec);
+	uint64_t gen = 0;
+	bool cached = s->n == 1 && cn_rcache_get(s->rc, vol, key, &rec, &gen);
+	cn_err e = cached ? CN_OK
+	                  : s->drives[i]->ops->read_meta(s->drives[i], vol, key, CN_EC_RECORD_MAX, &rec);
 	if (e == CN_ERR_TOO_LARGE)
 		e = CN_ERR_CORRUPT;
 	if (!e) {
 		e = cn_ec_meta_decode(rec.p, rec.len, skip_inline, m);
+		if (!e && !cached && s->n == 1)
+			cn_rcache_put(s->rc, vol, key, rec.p, rec.len, gen); /* R2 */
 		if (e == CN_ERR_CORRUPT)
 			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt record of %s/%s",
 			       s->drives[i]->endpoint, vol, key);
@@ -317,6 +334,7 @@ cn_err cn_ec_delete_meta(cn_ec_set *s, const char *vol, const char *key)
 	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++)
 		errs[i] = s->drives[i]->ops->delete_meta(s->drives[i], vol, key);
+	cn_rcache_invalidate(s->rc, vol, key); /* R1 */
 	return reduce_quorum(errs, s->n, s->n / 2 + 1);
 }
 

@@ -1,0 +1,34 @@
+/* erasure_int.h: private to the erasure module — the record cache.
+ *
+ * The record cache keeps recently read metadata records (which hold small objects' bytes
+ * inline) in memory, so a GET of a small object needs no open/read/close of its record.
+ * All writes of records go through this module (commit, delete), which invalidates the
+ * entry after changing the drives; coherence rests on two rules:
+ *  R1. A writer invalidates AFTER its renames/unlinks are done (under the object layer's
+ *      key lock).
+ *  R2. A reader takes the slot's generation BEFORE reading the drives and inserts only if
+ *      the generation is unchanged, so a record read before a concurrent commit can never
+ *      be inserted after that commit's invalidation.
+ * Direct-mapped slots (a collision evicts), striped mutexes, a global byte budget: when it
+ * is spent, nothing more is inserted until evictions free room. */
+#ifndef CN_ERASURE_INT_H
+#define CN_ERASURE_INT_H
+
+#include "util/util.h"
+
+typedef struct cn_rcache cn_rcache;
+/* budget 0 disables the cache (every call becomes a no-op / miss). */
+cn_err cn_rcache_new(size_t budget_bytes, size_t max_record, cn_rcache **out);
+void cn_rcache_free(cn_rcache *c);
+/* Hit: copies the record into out (replacing its contents) and returns true.
+ * Miss: returns false and sets *gen for a later cn_rcache_put (R2). */
+bool cn_rcache_get(cn_rcache *c, const char *vol, const char *key, cn_buf *out, uint64_t *gen);
+void cn_rcache_put(cn_rcache *c, const char *vol, const char *key, const void *rec, size_t len,
+                   uint64_t gen);
+void cn_rcache_invalidate(cn_rcache *c, const char *vol, const char *key);
+/* Drops every entry (bucket deletion). */
+void cn_rcache_clear(cn_rcache *c);
+/* Counters for tests and metrics. */
+void cn_rcache_stats(cn_rcache *c, uint64_t *hits, uint64_t *misses, size_t *bytes);
+
+#endif
