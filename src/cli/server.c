@@ -7,6 +7,7 @@
 #include "net/net.h"
 #include "s3/s3.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <stdio.h>
@@ -14,13 +15,21 @@
 #include <string.h>
 #include <unistd.h>
 
-static cn_net *g_net;
+#define MAX_LOOPS 8
+static cn_net *g_nets[MAX_LOOPS];
+static int g_nloops;
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	if (g_net)
-		cn_net_stop(g_net);
+	for (int i = 0; i < g_nloops; i++)
+		cn_net_stop(g_nets[i]);
+}
+
+static void *loop_main(void *arg)
+{
+	cn_net_run(arg, 25000);
+	return NULL;
 }
 
 static cn_conn_verdict serve(void *ctx, cn_conn *c)
@@ -45,7 +54,8 @@ static void server_usage(FILE *f)
 		"  --address HOST:PORT  listen address (default :9000, all interfaces)\n"
 		"  --domain NAME        enable virtual-host-style requests (BUCKET.NAME)\n"
 		"  --region NAME        region to report and enforce (default us-east-1, any accepted)\n"
-		"  --workers N          request worker threads (default 64)\n"
+		"  --workers N          request worker threads in all (default 64)\n"
+		"  --loops N            event-loop threads sharing the port (default: one per CPU, max 8)\n"
 		"  --no-fsync           do not sync before acknowledging writes (benchmarks ONLY:\n"
 		"                       acknowledged writes can be lost on power failure)\n"
 		"  --quiet              log warnings and errors only\n"
@@ -67,7 +77,7 @@ static const char *env2(const char *a, const char *b)
 int cn_cli_server(int argc, char **argv)
 {
 	const char *address = ":9000", *domain = NULL, *region = NULL;
-	int workers = 0;
+	int workers = 0, loops = 0;
 	bool durable = true;
 	const char *args[64];
 	size_t nargs = 0;
@@ -90,6 +100,13 @@ int cn_cli_server(int argc, char **argv)
 			workers = atoi(val);
 			if (workers < 1 || workers > 4096) {
 				fprintf(stderr, "cairn server: --workers must be 1..4096\n");
+				return 2;
+			}
+			i++;
+		} else if (!strcmp(a, "--loops") && val) {
+			loops = atoi(val);
+			if (loops < 1 || loops > MAX_LOOPS) {
+				fprintf(stderr, "cairn server: --loops must be 1..%d\n", MAX_LOOPS);
 				return 2;
 			}
 			i++;
@@ -206,15 +223,27 @@ int cn_cli_server(int argc, char **argv)
 		return 1;
 	}
 	const char *lg = getenv("CAIRN_LINGER_MS");
-	cn_net_config nc = { .host = host, .port = port, .workers = workers, .max_head = 32 * 1024,
-	                     .linger_ms = lg ? atoi(lg) : 50,
-	                     .inline_handler = getenv("CAIRN_NO_INLINE") ? NULL : serve_inline };
-	cn_net *net = NULL;
-	if ((e = cn_net_new(&nc, serve, s3, &net))) {
-		fprintf(stderr, "cairn server: cannot listen on %s:%d (see the log line above)\n", host, port);
-		return 1;
+	if (loops == 0) {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		loops = ncpu < 1 ? 1 : ncpu > MAX_LOOPS ? MAX_LOOPS : (int)ncpu;
 	}
-	g_net = net;
+	if (workers == 0)
+		workers = 64;
+	int per_loop = workers / loops > 4 ? workers / loops : 4;
+	cn_net_config nc = { .host = host, .port = port, .workers = per_loop, .max_head = 32 * 1024,
+	                     .linger_ms = lg ? atoi(lg) : 50,
+	                     .inline_handler = getenv("CAIRN_NO_INLINE") ? NULL : serve_inline,
+	                     .reuseport = loops > 1 };
+	for (int i = 0; i < loops; i++) {
+		cn_net *net = NULL;
+		if ((e = cn_net_new(&nc, serve, s3, &net))) {
+			fprintf(stderr, "cairn server: cannot listen on %s:%d (see the log line above)\n", host, nc.port);
+			return 1;
+		}
+		g_nets[g_nloops++] = net;
+		nc.port = cn_net_port(net); /* port 0: the others join the port the first got */
+	}
+	cn_net *net = g_nets[0];
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
@@ -235,9 +264,19 @@ int cn_cli_server(int argc, char **argv)
 		durable ? "fsync before every acknowledgement (group commit)" : "OFF (--no-fsync)",
 		user, shown, bport);
 	fflush(stderr);
+	pthread_t th[MAX_LOOPS];
+	int started = 1;
+	for (int i = 1; i < g_nloops; i++)
+		if (pthread_create(&th[i], NULL, loop_main, g_nets[i]) == 0)
+			started = i + 1;
 	e = cn_net_run(net, 25000);
+	for (int i = 1; i < started; i++) {
+		cn_net_stop(g_nets[i]);
+		pthread_join(th[i], NULL);
+	}
 	cn_log(CN_LOG_INFO, NULL, "shutting down%s", e ? " (some requests did not finish in time)" : "");
-	cn_net_free(net);
+	for (int i = 0; i < g_nloops; i++)
+		cn_net_free(g_nets[i]);
 	cn_s3_free(s3);
 	cn_obj_store_close(store);
 	for (size_t i = 0; i < ndrives; i++)

@@ -592,6 +592,8 @@ cn_err cn_net_new(const cn_net_config *cfg, cn_net_handler h, void *ctx, cn_net 
 	int one = 1;
 	if (n->lfd >= 0)
 		setsockopt(n->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (n->lfd >= 0 && cfg->reuseport)
+		setsockopt(n->lfd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
 	if (n->lfd < 0 || bind(n->lfd, (struct sockaddr *)&ss, sl) < 0 || listen(n->lfd, 4096) < 0) {
 		cn_log(CN_LOG_ERROR, NULL, "cannot listen on %s:%d: %s", host, cfg->port, strerror(errno));
 		if (n->lfd >= 0)

@@ -57,6 +57,7 @@ typedef struct cn_net_config {
 	 * needed). Returns DEFER for requests that need a worker. Saves two thread hand-offs
 	 * per request for small reads. */
 	cn_net_handler inline_handler;
+	bool reuseport;         /* SO_REUSEPORT: several loops share the port (one per core) */
 } cn_net_config;
 
 typedef struct cn_net cn_net;
