@@ -55,7 +55,7 @@ static void server_usage(FILE *f)
 		"  --domain NAME        enable virtual-host-style requests (BUCKET.NAME)\n"
 		"  --region NAME        region to report and enforce (default us-east-1, any accepted)\n"
 		"  --workers N          request worker threads in all (default 64)\n"
-		"  --loops N            event-loop threads sharing the port (default: one per CPU, max 8)\n"
+		"  --loops N            event-loop threads sharing the port (default: one per 2 CPUs, max 8)\n"
 		"  --no-fsync           do not sync before acknowledging writes (benchmarks ONLY:\n"
 		"                       acknowledged writes can be lost on power failure)\n"
 		"  --quiet              log warnings and errors only\n"
@@ -224,7 +224,10 @@ int cn_cli_server(int argc, char **argv)
 	}
 	const char *lg = getenv("CAIRN_LINGER_MS");
 	if (loops == 0) {
-		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		/* one loop per two CPUs: the other half runs workers (hashing, disk). On the
+		 * 2-core bench machines one loop used less CPU per request than two for the
+		 * same throughput (docs/PERF.md). */
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN) / 2;
 		loops = ncpu < 1 ? 1 : ncpu > MAX_LOOPS ? MAX_LOOPS : (int)ncpu;
 	}
 	if (workers == 0)

@@ -181,6 +181,23 @@ static void dispatch(cn_net *n, cn_conn *c)
 	pthread_mutex_unlock(&n->mu);
 }
 
+/* Loop thread: the connection goes back to waiting for its next request: HEAD when part
+ * of a head is already buffered (header timeout), else IDLE without a buffer (idle
+ * timeout, invariant 2). */
+static void park(cn_net *n, cn_conn *c)
+{
+	c->scanned = 0;
+	if (c->buf && c->off < c->len) {
+		c->state = ST_HEAD;
+		c->deadline_ms = cn_mono_ms() + n->cfg.header_timeout_ms;
+	} else {
+		c->state = ST_IDLE;
+		c->deadline_ms = cn_mono_ms() + n->cfg.idle_timeout_ms;
+		conn_drop_buf(c);
+	}
+	set_events(n, c, EV_IN);
+}
+
 /* Loop thread: sends c->out without blocking. Returns true when all is sent (and the
  * connection stays open), false when it closed or now waits for EPOLLOUT. */
 static bool flush_out(cn_net *n, cn_conn *c)
@@ -232,16 +249,7 @@ static void serve_ready(cn_net *n, cn_conn *c)
 		if (!flush_out(n, c))
 			return;
 		if (!cn_conn_has_head(c)) {
-			c->scanned = c->buf ? c->len - c->off : 0;
-			if (c->buf && c->off < c->len) {
-				c->state = ST_HEAD;
-				c->deadline_ms = cn_mono_ms() + n->cfg.header_timeout_ms;
-			} else {
-				c->state = ST_IDLE;
-				c->deadline_ms = cn_mono_ms() + n->cfg.idle_timeout_ms;
-				conn_drop_buf(c);
-			}
-			set_events(n, c, EV_IN);
+			park(n, c);
 			return;
 		}
 	}
@@ -261,11 +269,7 @@ static void on_writable(cn_net *n, cn_conn *c, uint32_t events)
 		serve_ready(n, c);
 		return;
 	}
-	c->state = c->buf && c->off < c->len ? ST_HEAD : ST_IDLE;
-	c->deadline_ms = cn_mono_ms() + (c->state == ST_HEAD ? n->cfg.header_timeout_ms : n->cfg.idle_timeout_ms);
-	if (c->state == ST_IDLE)
-		conn_drop_buf(c);
-	set_events(n, c, EV_IN);
+	park(n, c);
 }
 
 /* Loop thread: the connection became readable. */
@@ -413,17 +417,7 @@ static void on_back(cn_net *n)
 			conn_close(n, c);
 			continue;
 		}
-		c->scanned = 0;
-		if (c->buf && c->off < c->len) {
-			/* partial next head already buffered */
-			c->state = ST_HEAD;
-			c->deadline_ms = cn_mono_ms() + n->cfg.header_timeout_ms;
-		} else {
-			c->state = ST_IDLE;
-			c->deadline_ms = cn_mono_ms() + n->cfg.idle_timeout_ms;
-			conn_drop_buf(c);
-		}
-		set_events(n, c, EV_IN);
+		park(n, c);
 	}
 }
 
