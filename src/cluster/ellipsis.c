@@ -51,9 +51,8 @@ static cn_err parse_range(const char *arg, size_t open, range *r, size_t *next)
 	bool l0a, l0b;
 	if (parse_num(body, alen, &r->lo, &l0a) && parse_num(z, zlen, &r->hi, &l0b)) {
 		r->letters = false;
-		r->width = (l0a || l0b || (alen == zlen && alen > 1)) ? (int)(alen > zlen ? alen : zlen) : 0;
-		if (alen != zlen && !(l0a || l0b))
-			r->width = 0;
+		/* zero-padded to the width written when a bound has a leading zero ({01...16}) */
+		r->width = (l0a || l0b) ? (int)(alen > zlen ? alen : zlen) : 0;
 	} else if (alen == 1 && zlen == 1 && ((body[0] >= 'a' && body[0] <= 'z' && z[0] >= 'a' && z[0] <= 'z') ||
 	                                      (body[0] >= 'A' && body[0] <= 'Z' && z[0] >= 'A' && z[0] <= 'Z'))) {
 		r->letters = true;

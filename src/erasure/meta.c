@@ -73,11 +73,7 @@ void cn_ec_meta_init(cn_ec_meta *m)
 
 void cn_ec_meta_fini(cn_ec_meta *m)
 {
-	for (size_t i = 0; i < m->nmeta; i++) {
-		free(m->meta[i].name);
-		free(m->meta[i].value);
-	}
-	free(m->meta);
+	cn_kvs_free(m->meta, m->nmeta);
 	free(m->parts);
 	free(m->inline_data);
 	cn_ec_meta_init(m);

@@ -422,11 +422,7 @@ void cn_obj_info_init(cn_obj_info *i)
 
 void cn_obj_info_fini(cn_obj_info *i)
 {
-	for (size_t k = 0; k < i->nmeta; k++) {
-		free(i->meta[k].name);
-		free(i->meta[k].value);
-	}
-	free(i->meta);
+	cn_kvs_free(i->meta, i->nmeta);
 	cn_obj_info_init(i);
 }
 
@@ -465,11 +461,7 @@ static cn_err copy_kvs(const cn_kv *src, size_t n, cn_kv **out)
 		kv[i].name = strdup(src[i].name);
 		kv[i].value = strdup(src[i].value);
 		if (!kv[i].name || !kv[i].value) {
-			for (size_t j = 0; j <= i; j++) {
-				free(kv[j].name);
-				free(kv[j].value);
-			}
-			free(kv);
+			cn_kvs_free(kv, i + 1);
 			return CN_ERR_NOMEM;
 		}
 	}
@@ -485,15 +477,6 @@ static cn_err check_names(const char *bucket, const char *key)
 }
 
 /* --- put ---------------------------------------------------------------------------- */
-
-static void free_kvs(cn_kv *kv, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(kv[i].name);
-		free(kv[i].value);
-	}
-	free(kv);
-}
 
 cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reader *body,
                   const cn_put_opts *opts, cn_obj_info *out)
@@ -620,7 +603,7 @@ fail:
 	cn_ec_meta_fini(&m);
 	cn_ec_meta_fini(&old);
 	free(all);
-	free_kvs(add, nadd);
+	cn_kvs_free(add, nadd);
 	cn_ec_writer_abort(w);
 	EVP_MD_CTX_free(md);
 	return e;

@@ -271,10 +271,8 @@ static cn_s3_code body_setup(cn_s3_req *r)
 	r->body = &st->rd;
 	r->body_len = h->chunked ? -1 : (h->content_length >= 0 ? h->content_length : 0);
 	cn_payload_mode pm = r->auth.payload;
-	const char *ce = NULL;
 	bool streaming = pm == CN_PAYLOAD_STREAMING_SIGNED || pm == CN_PAYLOAD_STREAMING_SIGNED_TRAILER ||
 	                 pm == CN_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
-	(void)ce;
 	if (streaming) {
 		st->awschunked = true;
 		const char *dl = cn_s3_header(r, "x-amz-decoded-content-length");
@@ -549,9 +547,7 @@ static void route(cn_s3_req *r)
 		return;
 	}
 	if (!r->bucket[0]) {
-		if (get && r->nquery == 0)
-			cn_s3_list_buckets(r);
-		else if (get)
+		if (get)
 			cn_s3_list_buckets(r);
 		else
 			cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);

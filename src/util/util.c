@@ -63,6 +63,15 @@ bool cn_str_has_prefix(cn_str a, const char *prefix)
 	return a.len >= n && memcmp(a.p, prefix, n) == 0;
 }
 
+void cn_kvs_free(cn_kv *kv, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(kv[i].name);
+		free(kv[i].value);
+	}
+	free(kv);
+}
+
 void cn_buf_init(cn_buf *b)
 {
 	b->p = NULL;

@@ -69,6 +69,9 @@ typedef struct cn_kv {
 	char *value;
 } cn_kv;
 
+/* Frees n pairs and the array itself (NULL/0 is fine). */
+void cn_kvs_free(cn_kv *kv, size_t n);
+
 /* Growable byte buffer; owns its memory. cn_buf_fini frees. Append functions return
  * CN_ERR_NOMEM on allocation failure and leave the buffer as it was. */
 typedef struct cn_buf {
