@@ -62,7 +62,10 @@ static void server_usage(FILE *f)
 		"\n"
 		"environment:\n"
 		"  CAIRN_ROOT_USER, CAIRN_ROOT_PASSWORD  root credentials (also MINIO_ROOT_USER,\n"
-		"                                       MINIO_ROOT_PASSWORD); default minioadmin\n");
+		"                                       MINIO_ROOT_PASSWORD); default minioadmin\n"
+		"  CAIRN_API_STALE_UPLOADS_EXPIRY       incomplete multipart uploads older than this\n"
+		"                                       are removed (default 24h; also MINIO_...)\n"
+		"  CAIRN_API_STALE_UPLOADS_CLEANUP_INTERVAL  how often to look (default 1h)\n");
 }
 
 static const char *env2(const char *a, const char *b)
@@ -72,6 +75,40 @@ static const char *env2(const char *a, const char *b)
 		return v;
 	v = getenv(b);
 	return v && v[0] ? v : NULL;
+}
+
+/* A duration like MinIO's: "90s", "15m", "24h", "500ms", or plain seconds. Returns
+ * milliseconds, or -1 when malformed. */
+static int64_t parse_duration_ms(const char *v)
+{
+	char *end;
+	double x = strtod(v, &end);
+	if (end == v || x < 0)
+		return -1;
+	double mul = 1000;
+	if (!strcmp(end, "ms"))
+		mul = 1;
+	else if (!strcmp(end, "m"))
+		mul = 60e3;
+	else if (!strcmp(end, "h"))
+		mul = 3600e3;
+	else if (strcmp(end, "s") && end[0])
+		return -1;
+	return (int64_t)(x * mul);
+}
+
+/* Duration from CAIRN_<name> (or MINIO_<name>); 0 when unset; exits on a bad value. */
+static int64_t env_duration(const char *cname, const char *mname)
+{
+	const char *v = env2(cname, mname);
+	if (!v)
+		return 0;
+	int64_t ms = parse_duration_ms(v);
+	if (ms <= 0) {
+		fprintf(stderr, "cairn server: %s=%s is not a duration (e.g. 24h, 90m, 30s)\n", cname, v);
+		exit(2);
+	}
+	return ms;
 }
 
 int cn_cli_server(int argc, char **argv)
@@ -198,7 +235,13 @@ int cn_cli_server(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	cn_obj_config oc = { .durable = durable, .inline_max = 128 * 1024 };
+	cn_obj_config oc = {
+		.durable = durable,
+		.inline_max = 128 * 1024,
+		.upload_expiry_ms = env_duration("CAIRN_API_STALE_UPLOADS_EXPIRY", "MINIO_API_STALE_UPLOADS_EXPIRY"),
+		.upload_cleanup_ms = env_duration("CAIRN_API_STALE_UPLOADS_CLEANUP_INTERVAL",
+		                                  "MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL"),
+	};
 	cn_obj_store *store = NULL;
 	cn_err e = cn_obj_store_open((const char *const *)drives, ndrives, &oc, &store);
 	if (e) {

@@ -106,6 +106,38 @@ typedef struct cn_drive_ops {
 	cn_err (*walk)(cn_drive *d, const char *vol, const char *prefix, const char *after,
 	               bool slash_delim, cn_drive_walk_fn fn, void *ctx);
 
+	/* Multipart uploads: one folder per upload in the drive's system area
+	 * (.cairn.sys/multipart/<vol>/<upload_id>/, docs/FORMAT.md) holding small files and
+	 * part shard files under names the erasure layer chooses (upload ids and names follow
+	 * the id rules of this header).
+	 * upload_write: writes the small file `name` atomically (tmp + rename, replacing);
+	 *   create=true makes the upload folder first; create=false fails with
+	 *   CN_ERR_NOT_FOUND when the upload is gone (aborted or completed: no resurrection).
+	 * upload_read: CN_ERR_NOT_FOUND when the file or the upload is missing; at most max
+	 *   bytes (CN_ERR_TOO_LARGE beyond).
+	 * upload_list: upload_id NULL: the upload ids of vol (none when the vol has none);
+	 *   otherwise the file names in that upload (CN_ERR_NOT_FOUND when it is gone).
+	 *   *names: malloc'd array of malloc'd strings.
+	 * upload_take: moves tmp/<tmp_id>/<data_id>/<src> to the upload's <dst> (replacing)
+	 *   and removes tmp/<tmp_id>; CN_ERR_NOT_FOUND when the upload is gone.
+	 * upload_link: makes tmp/<tmp_id>/<data_id>/<dst> (folders as needed) share the
+	 *   upload's file <src> (a hard link: no data copied); CN_ERR_NOT_FOUND when src or
+	 *   the upload is missing.
+	 * upload_remove: removes the upload and everything in it (upload_id NULL: every upload
+	 *   of vol); a missing one is not an error.
+	 * Not synced: call sync. */
+	cn_err (*upload_write)(cn_drive *d, const char *vol, const char *upload_id, const char *name,
+	                       bool create, const void *p, size_t len);
+	cn_err (*upload_read)(cn_drive *d, const char *vol, const char *upload_id, const char *name,
+	                      size_t max, cn_buf *out);
+	cn_err (*upload_list)(cn_drive *d, const char *vol, const char *upload_id, char ***names,
+	                      size_t *n);
+	cn_err (*upload_take)(cn_drive *d, const char *tmp_id, const char *data_id, const char *src,
+	                      const char *vol, const char *upload_id, const char *dst);
+	cn_err (*upload_link)(cn_drive *d, const char *vol, const char *upload_id, const char *src,
+	                      const char *tmp_id, const char *data_id, const char *dst);
+	cn_err (*upload_remove)(cn_drive *d, const char *vol, const char *upload_id);
+
 	/* Durability barrier: returns once everything this drive acknowledged before the call
 	 * (file data, records, folder entries) is on stable storage. Group commit: concurrent
 	 * callers share one flush. */
@@ -127,6 +159,9 @@ void cn_drive_local_sync_stats(cn_drive *d, uint64_t *barriers, uint64_t *flushe
 /* Convenience wrappers: d->ops->x(d, ...). */
 static inline void cn_drive_close(cn_drive *d) { if (d) d->ops->close(d); }
 static inline cn_err cn_drive_sync(cn_drive *d) { return d->ops->sync(d); }
+
+/* Frees a names array returned by upload_list. */
+void cn_drive_free_names(char **names, size_t n);
 
 /* Random 128-bit identifier as 32 lowercase hex chars + NUL. */
 void cn_drive_random_id(char out[33]);

@@ -1224,6 +1224,177 @@ void cn_drive_local_sync_stats(cn_drive *dd, uint64_t *barriers, uint64_t *flush
 	pthread_mutex_unlock(&d->sync_mu);
 }
 
+/* --- multipart uploads --------------------------------------------------------------- */
+
+#define MP_DIR ".cairn.sys/multipart"
+
+void cn_drive_free_names(char **names, size_t n)
+{
+	free_names(names, NULL, n);
+}
+
+/* ".cairn.sys/multipart/<vol>[/<upload_id>[/<name>]]" into out; false on a bad name. */
+static bool upload_path(char *out, size_t cap, const char *vol, const char *upload_id,
+                        const char *name)
+{
+	if (!vol_ok(vol) || (upload_id && !id_ok(upload_id)) || (name && !id_ok(name)))
+		return false;
+	int n;
+	if (!upload_id)
+		n = snprintf(out, cap, MP_DIR "/%s", vol);
+	else if (!name)
+		n = snprintf(out, cap, MP_DIR "/%s/%s", vol, upload_id);
+	else
+		n = snprintf(out, cap, MP_DIR "/%s/%s/%s", vol, upload_id, name);
+	return n > 0 && (size_t)n < cap;
+}
+
+static cn_err local_upload_write(cn_drive *dd, const char *vol, const char *upload_id,
+                                 const char *name, bool create, const void *p, size_t len)
+{
+	local_drive *d = L(dd);
+	char dir[PATH_CAP], path[PATH_CAP], tmp[PATH_CAP + 48], id[33];
+	if (!upload_path(dir, sizeof dir, vol, upload_id, NULL) ||
+	    !upload_path(path, sizeof path, vol, upload_id, name))
+		return CN_ERR_INVALID;
+	if (create) {
+		char parent[PATH_CAP];
+		upload_path(parent, sizeof parent, vol, NULL, NULL);
+		if (mkdirat(d->root_fd, MP_DIR, 0755) < 0 && errno != EEXIST)
+			return map_errno(d, errno, "creating folder", MP_DIR);
+		if (mkdirat(d->root_fd, parent, 0755) < 0 && errno != EEXIST)
+			return map_errno(d, errno, "creating folder", parent);
+		if (mkdirat(d->root_fd, dir, 0755) < 0 && errno != EEXIST)
+			return map_errno(d, errno, "creating folder", dir);
+		pending_full(d); /* new folders: rare (one per upload) */
+	}
+	/* the tmp file sits in the upload folder itself: a rename within one folder, and an
+	 * upload that is gone makes the create fail instead of resurrecting it */
+	cn_drive_random_id(id);
+	snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, id);
+	int fd = openat(d->root_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return errno == ENOENT ? CN_ERR_NOT_FOUND : map_errno(d, errno, "creating", tmp);
+	cn_err e = write_all(d, fd, p, len, tmp);
+	if (!e)
+		e = sync_fd(d, fd, tmp);
+	if (close(fd) < 0 && !e)
+		e = map_errno(d, errno, "closing", tmp);
+	if (!e && renameat(d->root_fd, tmp, d->root_fd, path) < 0)
+		e = errno == ENOENT ? CN_ERR_NOT_FOUND : map_errno(d, errno, "renaming into", path);
+	if (e)
+		unlinkat(d->root_fd, tmp, 0);
+	else
+		pending_dir(d, dir, strlen(dir));
+	return e;
+}
+
+static cn_err local_upload_read(cn_drive *dd, const char *vol, const char *upload_id,
+                                const char *name, size_t max, cn_buf *out)
+{
+	char path[PATH_CAP];
+	if (!upload_path(path, sizeof path, vol, upload_id, name))
+		return CN_ERR_NOT_FOUND;
+	return read_file_at(L(dd), path, max, out, CN_ERR_NOT_FOUND);
+}
+
+static cn_err local_upload_list(cn_drive *dd, const char *vol, const char *upload_id,
+                                char ***names, size_t *n)
+{
+	char path[PATH_CAP];
+	*names = NULL;
+	*n = 0;
+	if (!upload_path(path, sizeof path, vol, upload_id, NULL))
+		return upload_id ? CN_ERR_NOT_FOUND : CN_OK;
+	bool *isdir;
+	char **all;
+	size_t na;
+	cn_err e = list_dir(L(dd), path, &all, &isdir, &na);
+	if (e == CN_ERR_NOT_FOUND && !upload_id)
+		return CN_OK;
+	if (e)
+		return e;
+	/* uploads are folders, files are files; hidden names are in-flight tmp files */
+	size_t k = 0;
+	for (size_t i = 0; i < na; i++) {
+		if (all[i][0] == '.' || isdir[i] != (upload_id == NULL)) {
+			free(all[i]);
+			continue;
+		}
+		all[k++] = all[i];
+	}
+	free(isdir);
+	*names = all;
+	*n = k;
+	return CN_OK;
+}
+
+static cn_err local_upload_take(cn_drive *dd, const char *tmp_id, const char *data_id,
+                                const char *src, const char *vol, const char *upload_id,
+                                const char *dst)
+{
+	local_drive *d = L(dd);
+	char from[PATH_CAP], to[PATH_CAP], dir[PATH_CAP], rest[256];
+	if (!id_ok(tmp_id) || !id_ok(data_id) || !id_ok(src) ||
+	    !upload_path(to, sizeof to, vol, upload_id, dst) ||
+	    !upload_path(dir, sizeof dir, vol, upload_id, NULL))
+		return CN_ERR_INVALID;
+	snprintf(rest, sizeof rest, "/%s/%s", data_id, src);
+	tmp_path(from, sizeof from, tmp_id, rest);
+	cn_err e = CN_OK;
+	if (renameat(d->root_fd, from, d->root_fd, to) < 0)
+		e = errno == ENOENT ? CN_ERR_NOT_FOUND : map_errno(d, errno, "renaming part into", to);
+	else
+		pending_dir(d, dir, strlen(dir));
+	local_abort_tmp(dd, tmp_id);
+	return e;
+}
+
+static cn_err local_upload_link(cn_drive *dd, const char *vol, const char *upload_id,
+                                const char *src, const char *tmp_id, const char *data_id,
+                                const char *dst)
+{
+	local_drive *d = L(dd);
+	char from[PATH_CAP], to[PATH_CAP], rest[256];
+	if (!id_ok(tmp_id) || !id_ok(data_id) || !id_ok(dst) ||
+	    !upload_path(from, sizeof from, vol, upload_id, src))
+		return CN_ERR_INVALID;
+	tmp_path(to, sizeof to, tmp_id, "");
+	if (mkdirat(d->root_fd, to, 0755) < 0 && errno != EEXIST)
+		return map_errno(d, errno, "creating folder", to);
+	snprintf(rest, sizeof rest, "/%s", data_id);
+	tmp_path(to, sizeof to, tmp_id, rest);
+	if (mkdirat(d->root_fd, to, 0755) < 0 && errno != EEXIST)
+		return map_errno(d, errno, "creating folder", to);
+	snprintf(rest, sizeof rest, "/%s/%s", data_id, dst);
+	tmp_path(to, sizeof to, tmp_id, rest);
+	if (linkat(d->root_fd, from, d->root_fd, to, 0) < 0) {
+		if (errno == ENOENT)
+			return CN_ERR_NOT_FOUND;
+		return map_errno(d, errno, "linking part", from);
+	}
+	return CN_OK;
+}
+
+static cn_err local_upload_remove(cn_drive *dd, const char *vol, const char *upload_id)
+{
+	local_drive *d = L(dd);
+	char path[PATH_CAP], tmp[128], id[33];
+	if (!upload_path(path, sizeof path, vol, upload_id, NULL))
+		return CN_OK;
+	/* rename away first, so the upload disappears at once; the rest is tmp garbage */
+	cn_drive_random_id(id);
+	snprintf(tmp, sizeof tmp, TMP_DIR "/%s.mp", id);
+	if (renameat(d->root_fd, path, d->root_fd, tmp) < 0) {
+		if (errno == ENOENT)
+			return CN_OK;
+		return map_errno(d, errno, "removing upload", path);
+	}
+	pending_full(d);
+	remove_path(d, tmp);
+	return CN_OK;
+}
+
 static void local_close(cn_drive *dd)
 {
 	local_drive *d = L(dd);
@@ -1257,6 +1428,12 @@ static const cn_drive_ops local_ops = {
 	.rfile_size = local_rfile_size,
 	.rfile_close = local_rfile_close,
 	.walk = local_walk,
+	.upload_write = local_upload_write,
+	.upload_read = local_upload_read,
+	.upload_list = local_upload_list,
+	.upload_take = local_upload_take,
+	.upload_link = local_upload_link,
+	.upload_remove = local_upload_remove,
 	.sync = local_sync,
 };
 

@@ -111,10 +111,50 @@ cn_err cn_ec_open(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m,
                   cn_ec_reader **out);
 /* Reads up to len bytes at off (< len only at the end). */
 cn_err cn_ec_reader_read(cn_ec_reader *r, int64_t off, void *buf, size_t len, size_t *got);
-/* When the bytes [off, off+len) sit verbatim in one plain file: its fd and the offset in
- * it (zero-copy sends). false otherwise (inline, or coded shards). */
-bool cn_ec_reader_plain_fd(cn_ec_reader *r, int64_t off, int *fd, int64_t *fd_off);
+/* Reads up to len bytes at off (< len only at the end). A multipart version's parts are
+ * separate files opened as the reads reach them. */
+/* When the bytes from off sit verbatim in one plain file: its fd, the offset in it and how
+ * many of the version's bytes follow there (*avail >= 1) (zero-copy sends). false
+ * otherwise (inline, coded shards, or an error opening the part: cn_ec_reader_read then
+ * reports it). */
+bool cn_ec_reader_plain_fd(cn_ec_reader *r, int64_t off, int *fd, int64_t *fd_off, int64_t *avail);
 void cn_ec_reader_close(cn_ec_reader *r);
+
+/* --- multipart uploads ------------------------------------------------------------------
+ * An upload lives on every drive of the set in the drive's upload area (drive.h upload_*):
+ * small records (cn_ec_meta, encoded per drive like a version's record) and part shard
+ * files. The caller (object layer) names the records and parts and serializes changes to
+ * one upload. Names follow drive.h's id rules. */
+
+/* Writes record `name` of the upload on every drive (create: the upload is new; otherwise
+ * CN_ERR_NOT_FOUND when the upload is gone). m's erasure fields are filled here. */
+cn_err cn_ec_upload_put_meta(cn_ec_set *s, const char *vol, const char *upload_id, const char *name,
+                             bool create, cn_ec_meta *m);
+/* Reads record `name` of the upload: CN_ERR_NOT_FOUND when it or the upload is missing,
+ * CN_ERR_CORRUPT when unreadable. */
+cn_err cn_ec_upload_get_meta(cn_ec_set *s, const char *vol, const char *upload_id, const char *name,
+                             cn_ec_meta *m);
+/* Upload ids of vol (upload_id NULL) or the names in one upload; see drive.h upload_list.
+ * Free with cn_drive_free_names. */
+cn_err cn_ec_upload_list(cn_ec_set *s, const char *vol, const char *upload_id, char ***names,
+                         size_t *n);
+/* Closes the writer's shard files and moves them into the upload as part file `dst`
+ * (replacing); m->size must equal the bytes written (CN_ERR_INVALID otherwise). The writer
+ * is then spent: cn_ec_writer_abort frees it. CN_ERR_NOT_FOUND when the upload is gone. */
+cn_err cn_ec_upload_take(cn_ec_writer *w, const char *vol, const char *upload_id, const char *dst,
+                         const cn_ec_meta *m);
+/* Commits a completed upload as the version of vol/key: shares (hard links) the upload's
+ * part files srcs[0..n) as the parts 1..n of a new data folder and commits m (m->parts:
+ * n entries in object order, m->size their sum) like cn_ec_writer_commit. Not synced.
+ * The upload itself is untouched (remove it after the barrier). */
+cn_err cn_ec_upload_commit(cn_ec_set *s, const char *vol, const char *upload_id,
+                           const char *const *srcs, size_t n, const char *key, cn_ec_meta *m);
+/* Removes the upload (upload_id NULL: all uploads of vol). */
+cn_err cn_ec_upload_remove(cn_ec_set *s, const char *vol, const char *upload_id);
+
+/* Rewrites the version's record with m (read with cn_ec_read_meta, skip_inline false, and
+ * edited: meta only), keeping its data where it is. Not synced. */
+cn_err cn_ec_update_meta(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m);
 
 /* Listing: walks the set's keys in order (drive walk semantics, drive.h) calling fn with
  * each object's decoded record (inline data skipped) or a common prefix (m NULL). Corrupt

@@ -32,7 +32,12 @@ struct cn_ec_reader {
 	cn_ec_set *s;
 	int64_t size;
 	unsigned char *inline_data; /* owned; NULL when the data is in files */
-	cn_drive_rfile *f;
+	cn_drive_rfile *f;          /* the open part file (index cur) */
+	size_t cur;
+	size_t nparts;              /* part files part.1 .. part.<nparts> */
+	int64_t *ends;              /* owned: cumulative end offset of each part */
+	char *vol, *key;            /* owned, for opening later parts */
+	char data_id[CN_DRIVE_ID_MAX + 1];
 };
 
 /* Reduces per-drive results to one verdict: CN_OK when at least quorum drives succeeded,
@@ -349,14 +354,56 @@ cn_err cn_ec_delete_data(cn_ec_set *s, const char *vol, const char *key, const c
 
 /* --- reading ----------------------------------------------------------------------- */
 
+/* Opens part file idx (0-based) of the reader's version as r->f, checking its size. */
+static cn_err open_part(cn_ec_reader *r, size_t idx)
+{
+	cn_ec_set *s = r->s;
+	char name[32];
+	snprintf(name, sizeof name, "part.%zu", idx + 1);
+	if (r->f) {
+		s->drives[0]->ops->rfile_close(r->f);
+		r->f = NULL;
+	}
+	cn_err e = s->drives[0]->ops->open_data(s->drives[0], r->vol, r->key, r->data_id, name, &r->f);
+	if (e)
+		return e;
+	r->cur = idx;
+	int64_t want = r->ends[idx] - (idx ? r->ends[idx - 1] : 0);
+	if (s->drives[0]->ops->rfile_size(r->f) != want) {
+		cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: %s/%s: %s size %lld != %lld",
+		       s->drives[0]->endpoint, r->vol, r->key, name,
+		       (long long)s->drives[0]->ops->rfile_size(r->f), (long long)want);
+		s->drives[0]->ops->rfile_close(r->f);
+		r->f = NULL;
+		return CN_ERR_CORRUPT;
+	}
+	return CN_OK;
+}
+
+/* The part holding byte off (off < size). */
+static size_t part_of(const cn_ec_reader *r, int64_t off)
+{
+	size_t lo = 0, hi = r->nparts - 1;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->ends[mid] <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 cn_err cn_ec_open(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m, cn_ec_reader **out)
 {
 	cn_ec_reader *r = calloc(1, sizeof *r);
 	if (!r)
 		return CN_ERR_NOMEM;
 	r->s = s;
-	cn_err e = CN_OK;
-	for (int tries = 0; tries < OPEN_RETRIES; tries++) {
+	r->vol = strdup(vol);
+	r->key = strdup(key);
+	cn_err e = r->vol && r->key ? CN_OK : CN_ERR_NOMEM;
+	for (int tries = 0; !e && tries < OPEN_RETRIES; tries++) {
 		cn_ec_meta_fini(m);
 		if ((e = read_meta_drive(s, 0, vol, key, false, m)))
 			break;
@@ -366,15 +413,29 @@ cn_err cn_ec_open(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m,
 			m->inline_data = NULL;
 			break;
 		}
-		e = s->drives[0]->ops->open_data(s->drives[0], vol, key, m->data_id, PART_NAME, &r->f);
+		/* parts: a single PUT has one (part.1); a record without parts is one too */
+		size_t np = m->nparts ? m->nparts : 1;
+		free(r->ends);
+		if (!(r->ends = malloc(np * sizeof *r->ends))) {
+			e = CN_ERR_NOMEM;
+			break;
+		}
+		int64_t end = 0;
+		for (size_t i = 0; i < np; i++) {
+			end += m->nparts ? m->parts[i].size : m->size;
+			r->ends[i] = end;
+		}
+		if (end != m->size) {
+			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: %s/%s: parts add up to %lld, not %lld",
+			       s->drives[0]->endpoint, vol, key, (long long)end, (long long)m->size);
+			e = CN_ERR_CORRUPT;
+			break;
+		}
+		r->nparts = np;
+		snprintf(r->data_id, sizeof r->data_id, "%s", m->data_id);
+		e = open_part(r, 0);
 		if (e == CN_ERR_NO_KEY)
 			continue; /* replaced between the record and the data: read the new record */
-		if (!e && s->drives[0]->ops->rfile_size(r->f) != m->size) {
-			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: %s/%s: shard size %lld != %lld",
-			       s->drives[0]->endpoint, vol, key,
-			       (long long)s->drives[0]->ops->rfile_size(r->f), (long long)m->size);
-			e = CN_ERR_CORRUPT;
-		}
 		break;
 	}
 	if (e) {
@@ -393,29 +454,56 @@ cn_err cn_ec_reader_read(cn_ec_reader *r, int64_t off, void *buf, size_t len, si
 		return CN_OK;
 	if ((int64_t)len > r->size - off)
 		len = (size_t)(r->size - off);
-	if (!r->f) {
+	if (!r->nparts) {
 		memcpy(buf, r->inline_data + off, len);
 		*got = len;
 		return CN_OK;
 	}
-	cn_err e = r->s->drives[0]->ops->rfile_read(r->f, off, buf, len, got);
-	if (!e && *got < len) {
-		cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: shard shorter than its record",
-		       r->s->drives[0]->endpoint);
-		e = CN_ERR_CORRUPT;
+	while (*got < len) {
+		size_t idx = part_of(r, off);
+		cn_err e = CN_OK;
+		if (idx != r->cur || !r->f) {
+			e = open_part(r, idx);
+			if (e == CN_ERR_NO_KEY) {
+				cn_log(CN_LOG_WARN, NULL, "erasure: %s/%s: replaced while being read", r->vol, r->key);
+				e = CN_ERR_IO;
+			}
+			if (e)
+				return e;
+		}
+		int64_t start = idx ? r->ends[idx - 1] : 0;
+		size_t want = len - *got;
+		if ((int64_t)want > r->ends[idx] - off)
+			want = (size_t)(r->ends[idx] - off);
+		size_t n = 0;
+		e = r->s->drives[0]->ops->rfile_read(r->f, off - start, (char *)buf + *got, want, &n);
+		if (!e && n < want) {
+			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: shard shorter than its record",
+			       r->s->drives[0]->endpoint);
+			e = CN_ERR_CORRUPT;
+		}
+		if (e)
+			return e;
+		*got += n;
+		off += (int64_t)n;
 	}
-	return e;
+	return CN_OK;
 }
 
-bool cn_ec_reader_plain_fd(cn_ec_reader *r, int64_t off, int *fd, int64_t *fd_off)
+bool cn_ec_reader_plain_fd(cn_ec_reader *r, int64_t off, int *fd, int64_t *fd_off, int64_t *avail)
 {
-	if (!r->f)
+	if (!r->nparts || off < 0 || off >= r->size)
+		return false;
+	size_t idx = part_of(r, off);
+	if ((idx != r->cur || !r->f) && open_part(r, idx))
 		return false;
 	int f = r->s->drives[0]->ops->rfile_fd(r->f);
 	if (f < 0)
 		return false;
+	int64_t start = idx ? r->ends[idx - 1] : 0;
 	*fd = f;
-	*fd_off = off;
+	*fd_off = off - start;
+	*avail = r->ends[idx] - off;
 	return true;
 }
 
@@ -426,7 +514,116 @@ void cn_ec_reader_close(cn_ec_reader *r)
 	if (r->f)
 		r->s->drives[0]->ops->rfile_close(r->f);
 	free(r->inline_data);
+	free(r->ends);
+	free(r->vol);
+	free(r->key);
 	free(r);
+}
+
+/* --- multipart uploads ------------------------------------------------------------- */
+
+cn_err cn_ec_upload_put_meta(cn_ec_set *s, const char *vol, const char *upload_id, const char *name,
+                             bool create, cn_ec_meta *m)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	cn_buf rec;
+	cn_buf_init(&rec);
+	for (size_t i = 0; i < s->n; i++) {
+		rec.len = 0;
+		fill_erasure(s, m, i);
+		errs[i] = cn_ec_meta_encode(m, &rec);
+		if (!errs[i])
+			errs[i] = s->drives[i]->ops->upload_write(s->drives[i], vol, upload_id, name, create,
+			                                          rec.p, rec.len);
+	}
+	cn_buf_fini(&rec);
+	return reduce_quorum(errs, s->n, write_quorum(s));
+}
+
+cn_err cn_ec_upload_get_meta(cn_ec_set *s, const char *vol, const char *upload_id, const char *name,
+                             cn_ec_meta *m)
+{
+	cn_buf rec;
+	cn_buf_init(&rec);
+	cn_err e = s->drives[0]->ops->upload_read(s->drives[0], vol, upload_id, name, CN_EC_RECORD_MAX, &rec);
+	if (e == CN_ERR_TOO_LARGE)
+		e = CN_ERR_CORRUPT;
+	if (!e && (e = cn_ec_meta_decode(rec.p, rec.len, false, m)) == CN_ERR_CORRUPT)
+		cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt upload record %s/%s/%s",
+		       s->drives[0]->endpoint, vol, upload_id, name);
+	cn_buf_fini(&rec);
+	return e;
+}
+
+cn_err cn_ec_upload_list(cn_ec_set *s, const char *vol, const char *upload_id, char ***names,
+                         size_t *n)
+{
+	return s->drives[0]->ops->upload_list(s->drives[0], vol, upload_id, names, n);
+}
+
+cn_err cn_ec_upload_take(cn_ec_writer *w, const char *vol, const char *upload_id, const char *dst,
+                         const cn_ec_meta *m)
+{
+	cn_ec_set *s = w->s;
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++) {
+		errs[i] = w->f[i] ? s->drives[i]->ops->file_close(w->f[i], true) : CN_ERR_OFFLINE;
+		w->f[i] = NULL;
+	}
+	cn_err e = reduce_quorum(errs, s->n, write_quorum(s));
+	if (e)
+		return e;
+	if (m->size != w->written)
+		return CN_ERR_INVALID;
+	for (size_t i = 0; i < s->n; i++)
+		errs[i] = s->drives[i]->ops->upload_take(s->drives[i], w->tmp_id, w->data_id, PART_NAME,
+		                                         vol, upload_id, dst);
+	return reduce_quorum(errs, s->n, write_quorum(s));
+}
+
+cn_err cn_ec_upload_commit(cn_ec_set *s, const char *vol, const char *upload_id,
+                           const char *const *srcs, size_t n, const char *key, cn_ec_meta *m)
+{
+	if (n == 0 || n != m->nparts)
+		return CN_ERR_INVALID;
+	char tmp_id[33], id[33], name[32];
+	cn_drive_random_id(tmp_id);
+	cn_drive_random_id(id);
+	snprintf(m->data_id, sizeof m->data_id, "%%d.%s", id);
+	m->has_inline = false;
+	cn_err errs[CN_EC_MAX_DRIVES] = { CN_OK };
+	for (size_t i = 0; i < s->n; i++) {
+		errs[i] = CN_OK;
+		for (size_t p = 0; p < n && !errs[i]; p++) {
+			snprintf(name, sizeof name, "part.%zu", p + 1);
+			errs[i] = s->drives[i]->ops->upload_link(s->drives[i], vol, upload_id, srcs[p], tmp_id,
+			                                         m->data_id, name);
+		}
+	}
+	cn_err e = reduce_quorum(errs, s->n, write_quorum(s));
+	if (!e)
+		e = commit(s, tmp_id, m->data_id, vol, key, m);
+	if (e)
+		for (size_t i = 0; i < s->n; i++)
+			s->drives[i]->ops->abort_tmp(s->drives[i], tmp_id);
+	return e;
+}
+
+cn_err cn_ec_upload_remove(cn_ec_set *s, const char *vol, const char *upload_id)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++)
+		errs[i] = s->drives[i]->ops->upload_remove(s->drives[i], vol, upload_id);
+	return reduce_quorum(errs, s->n, s->n / 2 + 1);
+}
+
+cn_err cn_ec_update_meta(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m)
+{
+	char tmp_id[33];
+	if (m->has_inline && m->inline_len != (size_t)m->size)
+		return CN_ERR_INVALID;
+	cn_drive_random_id(tmp_id);
+	return commit(s, tmp_id, NULL, vol, key, m);
 }
 
 /* --- listing ----------------------------------------------------------------------- */

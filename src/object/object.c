@@ -16,9 +16,7 @@
  *      record is durable then still finds the old record's data.
  *  C5. Bucket deletion takes the namespace lock exclusively; commits take it shared, so a
  *      put never lands in a bucket folder that is being removed. */
-#include "object/object.h"
-
-#include "erasure/erasure.h"
+#include "object/object_int.h"
 
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -26,25 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IO_BUF (1u << 20)
-#define KEY_LOCKS 256
+#define IO_BUF OBJ_IO_BUF
+#define KEY_LOCKS OBJ_KEY_LOCKS
 #define FORMAT_VERSION 1
 #define LIST_STOP CN_ERR__COUNT /* internal: the walk collected enough */
-
-struct cn_obj_store {
-	cn_ec_set *set;
-	cn_obj_config cfg;
-	bool ready;
-	char deployment[33];
-	pthread_rwlock_t ns_lock;              /* C5 */
-	pthread_mutex_t key_locks[KEY_LOCKS];  /* C2 */
-};
 
 struct cn_obj_reader {
 	cn_reader stream;  /* first: cn_obj_reader_stream casts back */
 	cn_ec_reader *r;
 	int64_t size;
-	int64_t pos;
+	int64_t pos, end;  /* the stream's position and end */
 };
 
 /* --- per-thread I/O buffers (contract 4: memory bounded by the worker count) -------- */
@@ -70,7 +59,7 @@ static void tls_init(void)
 }
 
 /* Slot 0: put bodies; slot 1: reads. IO_BUF bytes each. */
-static unsigned char *tls_buf(int slot)
+unsigned char *cn_obj__tls_buf(int slot)
 {
 	pthread_once(&tls_once, tls_init);
 	tls_bufs *t = pthread_getspecific(tls_key);
@@ -153,7 +142,7 @@ cn_err cn_obj_key_check(const char *key, size_t len)
 	return CN_OK;
 }
 
-static pthread_mutex_t *key_lock(cn_obj_store *s, const char *bucket, const char *key)
+pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket, const char *key)
 {
 	uint64_t h = 1469598103934665603ull; /* FNV-1a of bucket "/" key */
 	for (const char *p = bucket; *p; p++)
@@ -286,6 +275,7 @@ cn_err cn_obj_store_open(const char *const *drives, size_t ndrives, const cn_obj
 		return e;
 	}
 	s->ready = true;
+	cn_obj__janitor_start(s);
 	*out = s;
 	return CN_OK;
 }
@@ -294,6 +284,7 @@ void cn_obj_store_close(cn_obj_store *s)
 {
 	if (!s)
 		return;
+	cn_obj__janitor_stop(s);
 	cn_ec_set_free(s->set);
 	pthread_rwlock_destroy(&s->ns_lock);
 	for (size_t i = 0; i < KEY_LOCKS; i++)
@@ -306,7 +297,7 @@ bool cn_obj_store_ready(cn_obj_store *s)
 	return s && s->ready && cn_ec_set_online(s->set);
 }
 
-static cn_err barrier(cn_obj_store *s)
+cn_err cn_obj__barrier(cn_obj_store *s)
 {
 	return s->cfg.durable ? cn_ec_sync(s->set) : CN_OK;
 }
@@ -343,7 +334,7 @@ cn_err cn_obj_make_bucket(cn_obj_store *s, const char *name)
 	}
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
-		e = barrier(s);
+		e = cn_obj__barrier(s);
 	return e;
 }
 
@@ -372,10 +363,11 @@ cn_err cn_obj_delete_bucket(cn_obj_store *s, const char *name)
 	if (!e) {
 		snprintf(path, sizeof path, "buckets/%s", name);
 		cn_ec_remove_sys_all(s->set, path);
+		cn_obj__bucket_gone(s, name);
 	}
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
-		e = barrier(s);
+		e = cn_obj__barrier(s);
 	return e;
 }
 
@@ -423,6 +415,7 @@ void cn_obj_info_init(cn_obj_info *i)
 void cn_obj_info_fini(cn_obj_info *i)
 {
 	cn_kvs_free(i->meta, i->nmeta);
+	free(i->parts);
 	cn_obj_info_init(i);
 }
 
@@ -435,7 +428,7 @@ const char *cn_obj_info_get(const cn_obj_info *i, const char *name)
 }
 
 /* Moves the record's fields into info (info's previous content is released). */
-static void info_from_meta(cn_obj_info *info, cn_ec_meta *m)
+void cn_obj__info_from_meta(cn_obj_info *info, cn_ec_meta *m)
 {
 	cn_obj_info_fini(info);
 	snprintf(info->etag, sizeof info->etag, "%s", m->etag);
@@ -447,9 +440,18 @@ static void info_from_meta(cn_obj_info *info, cn_ec_meta *m)
 	info->nmeta = m->nmeta;
 	m->meta = NULL;
 	m->nmeta = 0;
+	/* a multipart version (ETag "hex-N") reports its parts */
+	if (strchr(m->etag, '-') && m->nparts && (info->parts = calloc(m->nparts, sizeof *info->parts))) {
+		for (size_t i = 0; i < m->nparts; i++) {
+			info->parts[i].number = m->parts[i].number;
+			info->parts[i].size = m->parts[i].size;
+			snprintf(info->parts[i].etag, sizeof info->parts[i].etag, "%s", m->parts[i].etag);
+		}
+		info->nparts = m->nparts;
+	}
 }
 
-static cn_err copy_kvs(const cn_kv *src, size_t n, cn_kv **out)
+cn_err cn_obj__copy_kvs(const cn_kv *src, size_t n, cn_kv **out)
 {
 	*out = NULL;
 	if (n == 0)
@@ -469,7 +471,7 @@ static cn_err copy_kvs(const cn_kv *src, size_t n, cn_kv **out)
 	return CN_OK;
 }
 
-static cn_err check_names(const char *bucket, const char *key)
+cn_err cn_obj__check_names(const char *bucket, const char *key)
 {
 	if (!cn_obj_bucket_name_valid(bucket))
 		return CN_ERR_NO_BUCKET;
@@ -478,24 +480,70 @@ static cn_err check_names(const char *bucket, const char *key)
 
 /* --- put ---------------------------------------------------------------------------- */
 
+cn_err cn_obj__recv(cn_obj_store *s, cn_reader *body, int64_t expect, int64_t max, bool allow_inline,
+                    unsigned char *buf, cn_ec_writer **w, int64_t *total, unsigned char md5[16],
+                    bool *inline_data)
+{
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	if (!md)
+		return CN_ERR_NOMEM;
+	EVP_DigestInit_ex(md, EVP_md5(), NULL);
+	cn_err e = CN_OK;
+	*w = NULL;
+	*total = 0;
+	*inline_data = false;
+	for (bool first = true;; first = false) {
+		ssize_t n = cn_read_full(body, buf, IO_BUF);
+		if (n < 0) {
+			e = (cn_err)-n;
+			if (e <= CN_OK || e >= CN_ERR__COUNT)
+				e = CN_ERR_ABORTED;
+			break;
+		}
+		*total += n;
+		if (expect >= 0 && *total > expect) {
+			e = CN_ERR_INVALID;
+			break;
+		}
+		if (*total > max) {
+			e = CN_ERR_TOO_LARGE;
+			break;
+		}
+		EVP_DigestUpdate(md, buf, (size_t)n);
+		bool eof = (size_t)n < IO_BUF;
+		if (allow_inline && first && eof && *total <= s->cfg.inline_max) {
+			*inline_data = true;
+			break;
+		}
+		if (!*w && (e = cn_ec_writer_new(s->set, w)))
+			break;
+		if (n > 0 && (e = cn_ec_writer_write(*w, buf, (size_t)n)))
+			break;
+		if (eof)
+			break;
+	}
+	if (!e && expect >= 0 && *total < expect)
+		e = CN_ERR_CLOSED;
+	if (!e)
+		EVP_DigestFinal_ex(md, md5, NULL);
+	EVP_MD_CTX_free(md);
+	return e;
+}
+
 cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reader *body,
                   const cn_put_opts *opts, cn_obj_info *out)
 {
 	static const cn_put_opts no_opts = { .size = -1 };
 	if (!opts)
 		opts = &no_opts;
-	cn_err e = check_names(bucket, key);
+	cn_err e = cn_obj__check_names(bucket, key);
 	if (e)
 		return e;
 	if ((e = cn_ec_stat_vol(s->set, bucket, NULL)))
 		return e;
-	unsigned char *buf = tls_buf(0);
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	if (!buf || !md) {
-		EVP_MD_CTX_free(md);
+	unsigned char *buf = cn_obj__tls_buf(0);
+	if (!buf)
 		return CN_ERR_NOMEM;
-	}
-	EVP_DigestInit_ex(md, EVP_md5(), NULL);
 	cn_ec_writer *w = NULL;
 	cn_kv *add = NULL, *all = NULL;
 	size_t nadd = 0;
@@ -504,38 +552,9 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 	cn_ec_meta_init(&old);
 	int64_t total = 0;
 	bool inline_data = false;
-	for (bool first = true;; first = false) {
-		ssize_t n = cn_read_full(body, buf, IO_BUF);
-		if (n < 0) {
-			e = (cn_err)-n;
-			if (e <= CN_OK || e >= CN_ERR__COUNT)
-				e = CN_ERR_ABORTED;
-			goto fail;
-		}
-		total += n;
-		if (opts->size >= 0 && total > opts->size) {
-			e = CN_ERR_INVALID;
-			goto fail;
-		}
-		EVP_DigestUpdate(md, buf, (size_t)n);
-		bool eof = (size_t)n < IO_BUF;
-		if (first && eof && total <= s->cfg.inline_max) {
-			inline_data = true;
-			break;
-		}
-		if (!w && (e = cn_ec_writer_new(s->set, &w)))
-			goto fail;
-		if (n > 0 && (e = cn_ec_writer_write(w, buf, (size_t)n)))
-			goto fail;
-		if (eof)
-			break;
-	}
-	if (opts->size >= 0 && total < opts->size) {
-		e = CN_ERR_CLOSED;
-		goto fail;
-	}
 	unsigned char md5[16];
-	EVP_DigestFinal_ex(md, md5, NULL);
+	if ((e = cn_obj__recv(s, body, opts->size, INT64_MAX, true, buf, &w, &total, md5, &inline_data)))
+		goto fail;
 	if (opts->seal && (e = opts->seal(opts->seal_ctx, md5, total, &add, &nadd)))
 		goto fail;
 
@@ -570,7 +589,7 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 	}
 
 	pthread_rwlock_rdlock(&s->ns_lock); /* C5 */
-	pthread_mutex_t *kl = key_lock(s, bucket, key);
+	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
 	pthread_mutex_lock(kl); /* C2 */
 	cn_err oe = cn_ec_read_meta(s->set, bucket, key, true, &old);
 	if (oe && oe != CN_ERR_NO_KEY)
@@ -584,7 +603,7 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (e)
 		goto fail;
-	e = barrier(s); /* C3 */
+	e = cn_obj__barrier(s); /* C3 */
 	if (!oe && old.data_id[0] && strcmp(old.data_id, m.data_id))
 		cn_ec_delete_data(s->set, bucket, key, old.data_id); /* C4 */
 	if (!e && out) {
@@ -593,7 +612,7 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 		out->size = m.size;
 		out->mtime_ms = m.mtime_ms;
 		snprintf(out->storage_class, sizeof out->storage_class, "%s", m.storage_class);
-		if ((e = copy_kvs(all, nall, &out->meta)) == CN_OK)
+		if ((e = cn_obj__copy_kvs(all, nall, &out->meta)) == CN_OK)
 			out->nmeta = nall;
 	}
 fail:
@@ -605,7 +624,6 @@ fail:
 	free(all);
 	cn_kvs_free(add, nadd);
 	cn_ec_writer_abort(w);
-	EVP_MD_CTX_free(md);
 	return e;
 }
 
@@ -613,14 +631,14 @@ fail:
 
 cn_err cn_obj_stat(cn_obj_store *s, const char *bucket, const char *key, cn_obj_info *out)
 {
-	cn_err e = check_names(bucket, key);
+	cn_err e = cn_obj__check_names(bucket, key);
 	if (e)
 		return e == CN_ERR_NO_BUCKET ? e : CN_ERR_NO_KEY;
 	cn_ec_meta m;
 	cn_ec_meta_init(&m);
 	e = cn_ec_read_meta(s->set, bucket, key, true, &m);
 	if (!e && out)
-		info_from_meta(out, &m);
+		cn_obj__info_from_meta(out, &m);
 	cn_ec_meta_fini(&m);
 	return e;
 }
@@ -629,6 +647,10 @@ static ssize_t stream_read(cn_reader *rd, void *buf, size_t len)
 {
 	cn_obj_reader *r = (cn_obj_reader *)rd;
 	size_t got;
+	if ((int64_t)len > r->end - r->pos)
+		len = (size_t)(r->end - r->pos);
+	if (len == 0)
+		return 0;
 	cn_err e = cn_ec_reader_read(r->r, r->pos, buf, len, &got);
 	if (e)
 		return -(ssize_t)e;
@@ -639,7 +661,7 @@ static ssize_t stream_read(cn_reader *rd, void *buf, size_t len)
 cn_err cn_obj_open(cn_obj_store *s, const char *bucket, const char *key, cn_obj_info *info,
                    cn_obj_reader **out)
 {
-	cn_err e = check_names(bucket, key);
+	cn_err e = cn_obj__check_names(bucket, key);
 	if (e)
 		return e == CN_ERR_NO_BUCKET ? e : CN_ERR_NO_KEY;
 	cn_obj_reader *r = calloc(1, sizeof *r);
@@ -655,7 +677,7 @@ cn_err cn_obj_open(cn_obj_store *s, const char *bucket, const char *key, cn_obj_
 	r->stream.read = stream_read;
 	r->size = m.size;
 	if (info)
-		info_from_meta(info, &m);
+		cn_obj__info_from_meta(info, &m);
 	cn_ec_meta_fini(&m);
 	*out = r;
 	return CN_OK;
@@ -665,16 +687,21 @@ cn_err cn_obj_read(cn_obj_reader *r, int64_t off, int64_t len, cn_writer *w)
 {
 	if (off < 0 || len < 0 || off > r->size || len > r->size - off)
 		return CN_ERR_INVALID;
-	if (len == 0)
-		return CN_OK;
 	int fd;
-	int64_t fd_off;
-	if (w->send_fd && cn_ec_reader_plain_fd(r->r, off, &fd, &fd_off))
-		return w->send_fd(w, fd, fd_off, len);
-	unsigned char *buf = tls_buf(1);
-	if (!buf)
-		return CN_ERR_NOMEM;
+	int64_t fd_off, avail;
+	unsigned char *buf = NULL;
 	while (len > 0) {
+		if (w->send_fd && cn_ec_reader_plain_fd(r->r, off, &fd, &fd_off, &avail)) {
+			int64_t n = avail < len ? avail : len;
+			cn_err e = w->send_fd(w, fd, fd_off, n);
+			if (e)
+				return e;
+			off += n;
+			len -= n;
+			continue;
+		}
+		if (!buf && !(buf = cn_obj__tls_buf(1)))
+			return CN_ERR_NOMEM;
 		size_t want = len > (int64_t)IO_BUF ? IO_BUF : (size_t)len, got;
 		cn_err e = cn_ec_reader_read(r->r, off, buf, want, &got);
 		if (!e && got != want)
@@ -692,7 +719,18 @@ cn_err cn_obj_read(cn_obj_reader *r, int64_t off, int64_t len, cn_writer *w)
 cn_reader *cn_obj_reader_stream(cn_obj_reader *r)
 {
 	r->pos = 0;
+	r->end = r->size;
 	return &r->stream;
+}
+
+cn_err cn_obj_reader_stream_range(cn_obj_reader *r, int64_t off, int64_t len, cn_reader **out)
+{
+	if (off < 0 || len < 0 || off > r->size || len > r->size - off)
+		return CN_ERR_INVALID;
+	r->pos = off;
+	r->end = off + len;
+	*out = &r->stream;
+	return CN_OK;
 }
 
 void cn_obj_reader_close(cn_obj_reader *r)
@@ -707,13 +745,13 @@ void cn_obj_reader_close(cn_obj_reader *r)
 
 cn_err cn_obj_delete(cn_obj_store *s, const char *bucket, const char *key)
 {
-	cn_err e = check_names(bucket, key);
+	cn_err e = cn_obj__check_names(bucket, key);
 	if (e)
 		return e == CN_ERR_NO_BUCKET ? e : CN_ERR_NO_KEY;
 	cn_ec_meta old;
 	cn_ec_meta_init(&old);
 	pthread_rwlock_rdlock(&s->ns_lock);
-	pthread_mutex_t *kl = key_lock(s, bucket, key);
+	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
 	pthread_mutex_lock(kl);
 	e = cn_ec_read_meta(s->set, bucket, key, true, &old);
 	if (e == CN_ERR_CORRUPT) {
@@ -726,7 +764,7 @@ cn_err cn_obj_delete(cn_obj_store *s, const char *bucket, const char *key)
 	pthread_mutex_unlock(kl);
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
-		e = barrier(s);
+		e = cn_obj__barrier(s);
 	if (!e) /* C4: data and empty parents only after the record's removal is durable */
 		cn_ec_delete_data(s->set, bucket, key, old.data_id[0] ? old.data_id : NULL);
 	cn_ec_meta_fini(&old);

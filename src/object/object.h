@@ -23,6 +23,9 @@ typedef struct cn_obj_store cn_obj_store;
 typedef struct cn_obj_config {
 	bool durable;          /* false only with an explicit flag (benchmarks): no syncs */
 	int64_t inline_max;    /* objects up to this size live inside the metadata record */
+	int64_t upload_expiry_ms;  /* incomplete multipart uploads older than this are removed
+	                              (0: the default, 24 h) */
+	int64_t upload_cleanup_ms; /* how often to look for them (0: the default, 1 h) */
 } cn_obj_config;
 
 /* Opens (formatting on first use) the store over the given drive folders. Today exactly
@@ -60,7 +63,17 @@ typedef struct cn_obj_info {
 	cn_kv *meta;            /* owned */
 	size_t nmeta;
 	char storage_class[24]; /* "STANDARD" */
+	/* Parts of a multipart object in object order (number as uploaded, size, etag);
+	 * NULL/0 for a single PUT. Owned. */
+	struct cn_obj_part *parts;
+	size_t nparts;
 } cn_obj_info;
+
+typedef struct cn_obj_part {
+	uint32_t number;        /* the part number the client uploaded it as (1..10000) */
+	int64_t size;
+	char etag[72];          /* hex MD5 of the part, without quotes */
+} cn_obj_part;
 void cn_obj_info_init(cn_obj_info *i);
 void cn_obj_info_fini(cn_obj_info *i);
 const char *cn_obj_info_get(const cn_obj_info *i, const char *name); /* NULL when absent */
@@ -106,6 +119,9 @@ cn_err cn_obj_open(cn_obj_store *s, const char *bucket, const char *key, cn_obj_
 cn_err cn_obj_read(cn_obj_reader *r, int64_t off, int64_t len, cn_writer *w);
 /* The reader as a cn_reader over the whole object (for copy). */
 cn_reader *cn_obj_reader_stream(cn_obj_reader *r);
+/* The same over bytes [off, off+len) only (UploadPartCopy ranges); CN_ERR_INVALID when the
+ * range is outside the object. The stream stays valid until cn_obj_reader_close. */
+cn_err cn_obj_reader_stream_range(cn_obj_reader *r, int64_t off, int64_t len, cn_reader **out);
 void cn_obj_reader_close(cn_obj_reader *r);
 
 /* Removes the key. Deleting a missing key is CN_ERR_NO_KEY (the s3 layer answers 204
@@ -138,5 +154,116 @@ void cn_list_result_fini(cn_list_result *r);
  * pagination by `after` never skips a key that existed throughout). */
 cn_err cn_obj_list(cn_obj_store *s, const char *bucket, const char *prefix, const char *delimiter,
                    const char *after, size_t max_keys, cn_list_result *out);
+
+/* --- metadata updates (tagging, ...) --------------------------------------------------- */
+/* Rewrites the stored metadata of the key's current version without touching its data,
+ * atomically under the key's lock: fn gets the current info and edits info->meta / nmeta
+ * in place (it may realloc the array and free or replace entries: every name and value is
+ * malloc'd; cn_kvs_free frees). An error returned by fn changes nothing and is returned.
+ * The mtime, ETag and size stay. Durable like put. On success fills out (may be NULL)
+ * with the new info. Errors: CN_ERR_NO_BUCKET, CN_ERR_NO_KEY, fn's, CN_ERR_IO. */
+typedef cn_err (*cn_obj_meta_fn)(void *ctx, cn_obj_info *info);
+cn_err cn_obj_update_meta(cn_obj_store *s, const char *bucket, const char *key, cn_obj_meta_fn fn,
+                          void *ctx, cn_obj_info *out);
+
+/* --- bucket configuration documents ----------------------------------------------------- */
+/* Small per-bucket documents stored with the bucket on every drive, at most 256 KiB,
+ * removed with the bucket. name is one of "tagging", "versioning", "policy", "lifecycle",
+ * "notification", "encryption", "object-lock", "cors", "replication", "website",
+ * "logging" (CN_ERR_INVALID otherwise). get: CN_ERR_NOT_FOUND when never put (or deleted); delete of an absent
+ * one is CN_OK. All: CN_ERR_NO_BUCKET, CN_ERR_INVALID (bad name), CN_ERR_TOO_LARGE.
+ * put/delete are durable. */
+cn_err cn_obj_bucket_config_get(cn_obj_store *s, const char *bucket, const char *name, cn_buf *out);
+cn_err cn_obj_bucket_config_put(cn_obj_store *s, const char *bucket, const char *name,
+                                const void *p, size_t len);
+cn_err cn_obj_bucket_config_delete(cn_obj_store *s, const char *bucket, const char *name);
+
+/* --- multipart uploads ------------------------------------------------------------------ */
+/* An upload belongs to bucket + key and is named by an upload id (opaque, URL-safe, at most
+ * 127 chars). Parts are stored erasure-coded as they arrive, in the upload's own area; the
+ * completion links them into the object's data folder and commits its record — no data is
+ * copied. Contract: a completion is atomic like a put (a crash leaves the object whole with
+ * the upload possibly still listed, or the upload pending and complete-able again, never a
+ * partial object). Uploads older than the configured expiry are removed in the background.
+ * Errors common to all: CN_ERR_NO_BUCKET, CN_ERR_NO_UPLOAD (unknown or finished upload id,
+ * or one that belongs to another key), CN_ERR_IO, CN_ERR_QUORUM. */
+
+#define CN_OBJ_MAX_PARTS 10000
+#define CN_OBJ_MIN_PART_SIZE (5 * 1024 * 1024)     /* every part but the last */
+#define CN_OBJ_MAX_PART_SIZE (5LL * 1024 * 1024 * 1024)
+#define CN_OBJ_UPLOAD_ID_MAX 128
+
+/* Starts an upload: meta are the headers to give the final object (content-type,
+ * x-amz-meta-*, x-amz-storage-class, x-amz-tagging, x-amz-checksum-algorithm ...), copied.
+ * upload_id gets the NUL-terminated id. Errors: CN_ERR_BAD_KEY, CN_ERR_KEY_TOO_LONG,
+ * CN_ERR_TOO_LARGE (too much meta). */
+cn_err cn_obj_upload_create(cn_obj_store *s, const char *bucket, const char *key, const cn_kv *meta,
+                            size_t nmeta, char upload_id[CN_OBJ_UPLOAD_ID_MAX]);
+
+/* Stores part `number` (1..10000) of the upload from body (re-uploading a number replaces
+ * the part). opts as for cn_obj_put (meta: the part's own headers to keep, e.g. its
+ * x-amz-checksum-*; seal runs before the part becomes visible). out (may be NULL) gets the
+ * part's etag (hex MD5), size and meta. Errors: as cn_obj_put, CN_ERR_NO_UPLOAD,
+ * CN_ERR_INVALID (bad number), CN_ERR_TOO_LARGE (over 5 GiB). */
+cn_err cn_obj_upload_part(cn_obj_store *s, const char *bucket, const char *key, const char *upload_id,
+                          uint32_t number, cn_reader *body, const cn_put_opts *opts, cn_obj_info *out);
+
+/* The upload's own information. */
+typedef struct cn_upload_info {
+	char *key;              /* owned */
+	char upload_id[CN_OBJ_UPLOAD_ID_MAX];
+	int64_t initiated_ms;
+	cn_kv *meta;            /* owned: the create-time headers */
+	size_t nmeta;
+} cn_upload_info;
+void cn_upload_info_fini(cn_upload_info *u);
+cn_err cn_obj_upload_stat(cn_obj_store *s, const char *bucket, const char *key, const char *upload_id,
+                          cn_upload_info *out);
+
+/* The upload's parts, sorted by number: *out is a malloc'd array of n infos (etag, size,
+ * mtime_ms = upload time, meta = the part's kept headers; its parts/nparts hold exactly one
+ * entry with the part number) — free each with cn_obj_info_fini and the array with free(). */
+cn_err cn_obj_upload_list_parts(cn_obj_store *s, const char *bucket, const char *key,
+                                const char *upload_id, cn_obj_info **out, size_t *n);
+
+/* Completes the upload with the client's list (number + etag, quotes already stripped;
+ * size ignored). Checks, in order: the list is non-empty and strictly ascending
+ * (CN_ERR_PART_ORDER), every part exists with that etag (CN_ERR_BAD_PART), every part but
+ * the last is at least CN_OBJ_MIN_PART_SIZE (CN_ERR_TOO_SMALL). Then seal (may be NULL)
+ * gets the chosen parts' infos in list order (their meta hold their checksums) and may
+ * verify them and add meta for the object (ownership as cn_put_opts.seal); its error
+ * aborts and changes nothing. The object's ETag is hex(MD5(concatenated binary part
+ * MD5s)) + "-" + count; its meta are the upload's create-time meta then seal's additions.
+ * Parts not in the list are dropped. On success the upload is gone and out (may be NULL)
+ * holds the object's info (with parts). */
+typedef cn_err (*cn_obj_complete_seal)(void *ctx, const cn_obj_info *parts, size_t nparts,
+                                       cn_kv **add, size_t *nadd);
+cn_err cn_obj_upload_complete(cn_obj_store *s, const char *bucket, const char *key,
+                              const char *upload_id, const cn_obj_part *list, size_t nlist,
+                              cn_obj_complete_seal seal, void *seal_ctx, cn_obj_info *out);
+
+/* Aborts: removes the upload and its parts (CN_ERR_NO_UPLOAD when unknown). */
+cn_err cn_obj_upload_abort(cn_obj_store *s, const char *bucket, const char *key, const char *upload_id);
+
+/* Lists the bucket's uploads whose key starts with prefix, sorted by key then initiated
+ * time (then id), after the markers: key_marker NULL/"" = from the start; with
+ * upload_id_marker NULL/"", keys strictly after key_marker; with both, uploads of
+ * key_marker that sort after that upload, then later keys. With a delimiter, keys holding
+ * it after the prefix roll up into common prefixes (each counts as one entry). At most
+ * max_uploads (0..1000) entries; truncated says more remain; next markers are those of the
+ * last entry returned (a prefix: next_key_marker = the prefix, no upload id). */
+typedef struct cn_upload_list {
+	cn_upload_info *uploads; /* owned */
+	size_t nuploads;
+	char **prefixes;         /* owned, sorted */
+	size_t nprefixes;
+	bool truncated;
+	char *next_key_marker;   /* owned, NULL when not truncated */
+	char next_upload_id_marker[CN_OBJ_UPLOAD_ID_MAX];
+} cn_upload_list;
+void cn_upload_list_fini(cn_upload_list *l);
+cn_err cn_obj_upload_list(cn_obj_store *s, const char *bucket, const char *prefix, const char *delimiter,
+                          const char *key_marker, const char *upload_id_marker, size_t max_uploads,
+                          cn_upload_list *out);
 
 #endif

@@ -25,6 +25,8 @@ static const char *const err_names[CN_ERR__COUNT] = {
 	[CN_ERR_BAD_KEY] = "invalid object key", [CN_ERR_KEY_TOO_LONG] = "object key too long",
 	[CN_ERR_BAD_BUCKET_NAME] = "invalid bucket name", [CN_ERR_DIGEST] = "digest mismatch",
 	[CN_ERR_ABORTED] = "aborted by body reader", [CN_ERR_UNSUPPORTED] = "not supported",
+	[CN_ERR_NO_UPLOAD] = "no such upload", [CN_ERR_BAD_PART] = "invalid part",
+	[CN_ERR_PART_ORDER] = "invalid part order", [CN_ERR_TOO_SMALL] = "part too small",
 };
 
 const char *cn_err_str(cn_err e)

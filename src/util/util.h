@@ -42,6 +42,10 @@ typedef enum cn_err {
 	CN_ERR_ABORTED,        /* the body reader reported a protocol/auth error; the caller
 	                          that owns the reader knows the precise cause */
 	CN_ERR_UNSUPPORTED,
+	CN_ERR_NO_UPLOAD,      /* multipart upload id unknown (or finished) */
+	CN_ERR_BAD_PART,       /* completion names a part that is missing or has another etag */
+	CN_ERR_PART_ORDER,     /* completion's part list not strictly ascending / empty */
+	CN_ERR_TOO_SMALL,      /* a non-last part under the minimum part size */
 	CN_ERR__COUNT
 } cn_err;
 
