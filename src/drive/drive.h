@@ -106,6 +106,29 @@ typedef struct cn_drive_ops {
 	cn_err (*walk)(cn_drive *d, const char *vol, const char *prefix, const char *after,
 	               bool slash_delim, cn_drive_walk_fn fn, void *ctx);
 
+	/* Versions: a key's noncurrent versions are records beside its current record
+	 * ("%v.<vid>", FORMAT.md), vid following the id rules of this header. Their data
+	 * folders sit in the key's folder like the current one's.
+	 * version_keep: makes the current record also noncurrent version vid (a hard link:
+	 *   atomic, and the current record stays until replaced); CN_ERR_NO_KEY without one.
+	 * version_read: CN_ERR_NO_KEY when absent; at most max bytes.
+	 * version_list: the vids of the key's noncurrent versions (none when the key has no
+	 *   folder); *vids: malloc'd array of malloc'd strings (cn_drive_free_names).
+	 * version_delete: unlinks it (CN_ERR_NO_KEY when absent).
+	 * version_promote: renames version vid over the current record (atomic: readers see
+	 *   the old current or the promoted one); CN_ERR_NO_KEY when absent.
+	 * Not synced: call sync (also version_write below). */
+	cn_err (*version_keep)(cn_drive *d, const char *vol, const char *key, const char *vid);
+	cn_err (*version_read)(cn_drive *d, const char *vol, const char *key, const char *vid,
+	                       size_t max, cn_buf *out);
+	cn_err (*version_list)(cn_drive *d, const char *vol, const char *key, char ***vids, size_t *n);
+	cn_err (*version_delete)(cn_drive *d, const char *vol, const char *key, const char *vid);
+	cn_err (*version_promote)(cn_drive *d, const char *vol, const char *key, const char *vid);
+	/* version_write: replaces noncurrent version vid's record with rec (atomic: tmp +
+	 *   rename); CN_ERR_NO_KEY when the version does not exist. */
+	cn_err (*version_write)(cn_drive *d, const char *vol, const char *key, const char *vid,
+	                        const void *rec, size_t reclen);
+
 	/* Multipart uploads: one folder per upload in the drive's system area
 	 * (.cairn.sys/multipart/<vol>/<upload_id>/, docs/FORMAT.md) holding small files and
 	 * part shard files under names the erasure layer chooses (upload ids and names follow

@@ -1224,6 +1224,151 @@ void cn_drive_local_sync_stats(cn_drive *dd, uint64_t *barriers, uint64_t *flush
 	pthread_mutex_unlock(&d->sync_mu);
 }
 
+/* --- versions ------------------------------------------------------------------------ */
+
+#define VER_PREFIX "%v."
+
+/* "<key path>/<name>" into kp; name = REC_NAME or VER_PREFIX vid. */
+static cn_err ver_path(cn_buf *kp, const char *vol, const char *key, const char *vid)
+{
+	if (vid && !id_ok(vid))
+		return CN_ERR_NO_KEY;
+	cn_err e = key_path(kp, vol, key);
+	if (!e)
+		e = vid ? cn_buf_printf(kp, "/%%v.%s", vid) : cn_buf_puts(kp, "/" REC_NAME);
+	return e;
+}
+
+static cn_err local_version_keep(cn_drive *dd, const char *vol, const char *key, const char *vid)
+{
+	local_drive *d = L(dd);
+	cn_buf cur, ver;
+	cn_buf_init(&cur);
+	cn_buf_init(&ver);
+	cn_err e = ver_path(&cur, vol, key, NULL);
+	if (!e)
+		e = ver_path(&ver, vol, key, vid);
+	if (!e) {
+		/* link(2) does not replace: an older copy of this vid (a crash between keep and
+		 * the commit that follows it) goes first */
+		unlinkat(d->root_fd, ver.p, 0);
+		if (linkat(d->root_fd, cur.p, d->root_fd, ver.p, 0) < 0)
+			e = (errno == ENOENT || errno == ENOTDIR) ? CN_ERR_NO_KEY
+			                                         : map_errno(d, errno, "keeping version", ver.p);
+	}
+	if (!e)
+		pending_dir(d, ver.p, (size_t)(strrchr(ver.p, '/') - ver.p));
+	cn_buf_fini(&cur);
+	cn_buf_fini(&ver);
+	return e;
+}
+
+static cn_err local_version_read(cn_drive *dd, const char *vol, const char *key, const char *vid,
+                                 size_t max, cn_buf *out)
+{
+	cn_buf kp;
+	cn_buf_init(&kp);
+	cn_err e = ver_path(&kp, vol, key, vid);
+	if (!e)
+		e = read_file_at(L(dd), kp.p, max, out, CN_ERR_NO_KEY);
+	cn_buf_fini(&kp);
+	return e;
+}
+
+static cn_err local_version_list(cn_drive *dd, const char *vol, const char *key, char ***vids,
+                                 size_t *n)
+{
+	*vids = NULL;
+	*n = 0;
+	cn_buf kp;
+	cn_buf_init(&kp);
+	cn_err e = key_path(&kp, vol, key);
+	char **names = NULL;
+	size_t nn = 0;
+	if (!e)
+		e = list_dir(L(dd), kp.p, &names, NULL, &nn);
+	cn_buf_fini(&kp);
+	if (e == CN_ERR_NOT_FOUND)
+		return CN_OK;
+	if (e)
+		return e;
+	size_t k = 0, pl = strlen(VER_PREFIX);
+	for (size_t i = 0; i < nn; i++) {
+		if (strncmp(names[i], VER_PREFIX, pl) == 0 && names[i][pl]) {
+			memmove(names[i], names[i] + pl, strlen(names[i] + pl) + 1);
+			names[k++] = names[i];
+		} else {
+			free(names[i]);
+		}
+	}
+	*vids = names;
+	*n = k;
+	return CN_OK;
+}
+
+static cn_err local_version_delete(cn_drive *dd, const char *vol, const char *key, const char *vid)
+{
+	local_drive *d = L(dd);
+	cn_buf kp;
+	cn_buf_init(&kp);
+	cn_err e = ver_path(&kp, vol, key, vid);
+	if (!e && unlinkat(d->root_fd, kp.p, 0) < 0)
+		e = (errno == ENOENT || errno == ENOTDIR) ? CN_ERR_NO_KEY
+		                                         : map_errno(d, errno, "removing version", kp.p);
+	if (!e)
+		pending_dir(d, kp.p, (size_t)(strrchr(kp.p, '/') - kp.p));
+	cn_buf_fini(&kp);
+	return e;
+}
+
+static cn_err local_version_promote(cn_drive *dd, const char *vol, const char *key, const char *vid)
+{
+	local_drive *d = L(dd);
+	cn_buf cur, ver;
+	cn_buf_init(&cur);
+	cn_buf_init(&ver);
+	cn_err e = ver_path(&cur, vol, key, NULL);
+	if (!e)
+		e = ver_path(&ver, vol, key, vid);
+	if (!e && renameat(d->root_fd, ver.p, d->root_fd, cur.p) < 0)
+		e = (errno == ENOENT || errno == ENOTDIR) ? CN_ERR_NO_KEY
+		                                         : map_errno(d, errno, "promoting version", ver.p);
+	if (!e)
+		pending_dir(d, cur.p, (size_t)(strrchr(cur.p, '/') - cur.p));
+	cn_buf_fini(&cur);
+	cn_buf_fini(&ver);
+	return e;
+}
+
+static cn_err local_version_write(cn_drive *dd, const char *vol, const char *key, const char *vid,
+                                  const void *rec, size_t reclen)
+{
+	local_drive *d = L(dd);
+	cn_buf ver, tmp;
+	cn_buf_init(&ver);
+	cn_buf_init(&tmp);
+	char id[33];
+	cn_drive_random_id(id);
+	cn_err e = ver_path(&ver, vol, key, vid);
+	struct stat st;
+	if (!e && fstatat(d->root_fd, ver.p, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		e = CN_ERR_NO_KEY;
+	/* the tmp file beside it ("%t." never names a key component or a record) */
+	if (!e && !(e = key_path(&tmp, vol, key)))
+		e = cn_buf_printf(&tmp, "/%%t.%s", id);
+	if (!e)
+		e = write_file_at(d, tmp.p, rec, reclen, true);
+	if (!e && renameat(d->root_fd, tmp.p, d->root_fd, ver.p) < 0)
+		e = map_errno(d, errno, "renaming version record into", ver.p);
+	if (e && tmp.len)
+		unlinkat(d->root_fd, tmp.p, 0);
+	if (!e)
+		pending_dir(d, ver.p, (size_t)(strrchr(ver.p, '/') - ver.p));
+	cn_buf_fini(&ver);
+	cn_buf_fini(&tmp);
+	return e;
+}
+
 /* --- multipart uploads --------------------------------------------------------------- */
 
 #define MP_DIR ".cairn.sys/multipart"
@@ -1428,6 +1573,12 @@ static const cn_drive_ops local_ops = {
 	.rfile_size = local_rfile_size,
 	.rfile_close = local_rfile_close,
 	.walk = local_walk,
+	.version_keep = local_version_keep,
+	.version_read = local_version_read,
+	.version_list = local_version_list,
+	.version_delete = local_version_delete,
+	.version_promote = local_version_promote,
+	.version_write = local_version_write,
 	.upload_write = local_upload_write,
 	.upload_read = local_upload_read,
 	.upload_list = local_upload_list,

@@ -20,6 +20,7 @@
 #define CN_EC_MAX_DRIVES 16
 #define CN_EC_MAX_META 1024           /* kv pairs in a record */
 #define CN_EC_MAX_PARTS 10000
+#define CN_EC_VERSION_ID_MAX 36
 
 typedef struct cn_ec_part {
 	uint32_t number;
@@ -48,6 +49,10 @@ typedef struct cn_ec_meta {
 	unsigned char *inline_data;    /* this drive's shard bytes when inline */
 	size_t inline_len;
 	bool has_inline;
+	/* versioning: "" = the null version of a never-versioned bucket, "null" = the null
+	 * version, else the version id; a delete marker has no data (inline, empty) */
+	char version_id[CN_EC_VERSION_ID_MAX + 1];
+	bool delete_marker;
 } cn_ec_meta;
 
 void cn_ec_meta_init(cn_ec_meta *m);
@@ -119,6 +124,24 @@ cn_err cn_ec_reader_read(cn_ec_reader *r, int64_t off, void *buf, size_t len, si
  * reports it). */
 bool cn_ec_reader_plain_fd(cn_ec_reader *r, int64_t off, int *fd, int64_t *fd_off, int64_t *avail);
 void cn_ec_reader_close(cn_ec_reader *r);
+
+/* --- versions ----------------------------------------------------------------------------
+ * Noncurrent versions of a key (drive.h version_*): the current record is the one that
+ * cn_ec_read_meta / cn_ec_open / commits use; a version id names a noncurrent one. The
+ * caller (object layer) decides ids and order and serializes per key. */
+cn_err cn_ec_version_keep(cn_ec_set *s, const char *vol, const char *key, const char *vid);
+cn_err cn_ec_version_read(cn_ec_set *s, const char *vol, const char *key, const char *vid,
+                          bool skip_inline, cn_ec_meta *m);
+/* Free with cn_drive_free_names. */
+cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n);
+cn_err cn_ec_version_delete(cn_ec_set *s, const char *vol, const char *key, const char *vid);
+cn_err cn_ec_version_promote(cn_ec_set *s, const char *vol, const char *key, const char *vid);
+/* Rewrites noncurrent version vid's record with m (edited meta, as cn_ec_update_meta). */
+cn_err cn_ec_update_version_meta(cn_ec_set *s, const char *vol, const char *key, const char *vid,
+                                 cn_ec_meta *m);
+/* cn_ec_open of noncurrent version vid (NULL: the current one, as cn_ec_open). */
+cn_err cn_ec_open_version(cn_ec_set *s, const char *vol, const char *key, const char *vid,
+                          cn_ec_meta *m, cn_ec_reader **out);
 
 /* --- multipart uploads ------------------------------------------------------------------
  * An upload lives on every drive of the set in the drive's upload area (drive.h upload_*):

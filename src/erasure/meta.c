@@ -25,6 +25,8 @@ enum {
 	F_DATA_ID = 7,
 	F_PART = 8,
 	F_INLINE = 9,
+	F_VERSION_ID = 10 | 0x8000, /* critical: an old reader must not confuse versions */
+	F_DELETE_MARKER = 11 | 0x8000,
 	F_CRITICAL = 0x8000,
 };
 
@@ -149,6 +151,11 @@ cn_err cn_ec_meta_encode(const cn_ec_meta *m, cn_buf *out)
 	}
 	if (!e && m->has_inline)
 		e = field(out, F_INLINE, m->inline_data, m->inline_len, NULL, 0);
+	if (!e && m->version_id[0])
+		e = field(out, F_VERSION_ID, m->version_id, strnlen(m->version_id, sizeof m->version_id - 1),
+		          NULL, 0);
+	if (!e && m->delete_marker)
+		e = field(out, F_DELETE_MARKER, NULL, 0, NULL, 0);
 	if (!e && out->len - start - REC_HDR > UINT32_MAX)
 		e = CN_ERR_TOO_LARGE;
 	if (!e)
@@ -314,6 +321,18 @@ static cn_err decode_body(const unsigned char *p, size_t len, bool skip_inline, 
 					return CN_ERR_NOMEM;
 				memcpy(m->inline_data, v, flen);
 			}
+			break;
+		case F_VERSION_ID:
+			if (flen == 0 || !str_ok(v, flen, sizeof m->version_id) || memchr(v, '/', flen) ||
+			    v[0] == '.')
+				return CN_ERR_CORRUPT;
+			memcpy(m->version_id, v, flen);
+			m->version_id[flen] = 0;
+			break;
+		case F_DELETE_MARKER:
+			if (flen != 0)
+				return CN_ERR_CORRUPT;
+			m->delete_marker = true;
 			break;
 		default:
 			if (type & F_CRITICAL)

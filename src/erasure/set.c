@@ -396,6 +396,12 @@ static size_t part_of(const cn_ec_reader *r, int64_t off)
 
 cn_err cn_ec_open(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m, cn_ec_reader **out)
 {
+	return cn_ec_open_version(s, vol, key, NULL, m, out);
+}
+
+cn_err cn_ec_open_version(cn_ec_set *s, const char *vol, const char *key, const char *vid,
+                          cn_ec_meta *m, cn_ec_reader **out)
+{
 	cn_ec_reader *r = calloc(1, sizeof *r);
 	if (!r)
 		return CN_ERR_NOMEM;
@@ -405,7 +411,8 @@ cn_err cn_ec_open(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m,
 	cn_err e = r->vol && r->key ? CN_OK : CN_ERR_NOMEM;
 	for (int tries = 0; !e && tries < OPEN_RETRIES; tries++) {
 		cn_ec_meta_fini(m);
-		if ((e = read_meta_drive(s, 0, vol, key, false, m)))
+		if ((e = vid ? cn_ec_version_read(s, vol, key, vid, false, m)
+		             : read_meta_drive(s, 0, vol, key, false, m)))
 			break;
 		r->size = m->size;
 		if (m->has_inline) {
@@ -518,6 +525,70 @@ void cn_ec_reader_close(cn_ec_reader *r)
 	free(r->vol);
 	free(r->key);
 	free(r);
+}
+
+/* --- versions ---------------------------------------------------------------------- */
+
+cn_err cn_ec_version_keep(cn_ec_set *s, const char *vol, const char *key, const char *vid)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++)
+		errs[i] = s->drives[i]->ops->version_keep(s->drives[i], vol, key, vid);
+	return reduce_quorum(errs, s->n, write_quorum(s));
+}
+
+cn_err cn_ec_version_read(cn_ec_set *s, const char *vol, const char *key, const char *vid,
+                          bool skip_inline, cn_ec_meta *m)
+{
+	cn_buf rec;
+	cn_buf_init(&rec);
+	cn_err e = s->drives[0]->ops->version_read(s->drives[0], vol, key, vid, CN_EC_RECORD_MAX, &rec);
+	if (e == CN_ERR_TOO_LARGE)
+		e = CN_ERR_CORRUPT;
+	if (!e && (e = cn_ec_meta_decode(rec.p, rec.len, skip_inline, m)) == CN_ERR_CORRUPT)
+		cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt record of %s/%s version %s",
+		       s->drives[0]->endpoint, vol, key, vid);
+	cn_buf_fini(&rec);
+	return e;
+}
+
+cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n)
+{
+	return s->drives[0]->ops->version_list(s->drives[0], vol, key, vids, n);
+}
+
+cn_err cn_ec_version_delete(cn_ec_set *s, const char *vol, const char *key, const char *vid)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++)
+		errs[i] = s->drives[i]->ops->version_delete(s->drives[i], vol, key, vid);
+	return reduce_quorum(errs, s->n, s->n / 2 + 1);
+}
+
+cn_err cn_ec_version_promote(cn_ec_set *s, const char *vol, const char *key, const char *vid)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++)
+		errs[i] = s->drives[i]->ops->version_promote(s->drives[i], vol, key, vid);
+	cn_rcache_invalidate(s->rc, vol, key); /* R1: the current record changed */
+	return reduce_quorum(errs, s->n, write_quorum(s));
+}
+
+cn_err cn_ec_update_version_meta(cn_ec_set *s, const char *vol, const char *key, const char *vid,
+                                 cn_ec_meta *m)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	cn_buf rec;
+	cn_buf_init(&rec);
+	for (size_t i = 0; i < s->n; i++) {
+		rec.len = 0;
+		fill_erasure(s, m, i);
+		errs[i] = cn_ec_meta_encode(m, &rec);
+		if (!errs[i])
+			errs[i] = s->drives[i]->ops->version_write(s->drives[i], vol, key, vid, rec.p, rec.len);
+	}
+	cn_buf_fini(&rec);
+	return reduce_quorum(errs, s->n, write_quorum(s));
 }
 
 /* --- multipart uploads ------------------------------------------------------------- */

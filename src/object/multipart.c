@@ -37,17 +37,36 @@
 cn_err cn_obj_update_meta(cn_obj_store *s, const char *bucket, const char *key, cn_obj_meta_fn fn,
                           void *ctx, cn_obj_info *out)
 {
+	return cn_obj_update_meta_version(s, bucket, key, NULL, fn, ctx, out);
+}
+
+cn_err cn_obj_update_meta_version(cn_obj_store *s, const char *bucket, const char *key,
+                                  const char *vid, cn_obj_meta_fn fn, void *ctx, cn_obj_info *out)
+{
 	cn_err e = cn_obj__check_names(bucket, key);
 	if (e)
 		return e == CN_ERR_NO_BUCKET ? e : CN_ERR_NO_KEY;
+	if (vid && !cn_obj_version_id_valid(vid))
+		return CN_ERR_NO_VERSION;
 	cn_ec_meta m;
 	cn_obj_info info;
 	cn_ec_meta_init(&m);
 	cn_obj_info_init(&info);
+	bool current = true;
 	pthread_rwlock_rdlock(&s->ns_lock);
 	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
 	pthread_mutex_lock(kl); /* C2 */
 	e = cn_ec_read_meta(s->set, bucket, key, false, &m);
+	if (vid && (e == CN_ERR_NO_KEY || (!e && strcmp(m.version_id[0] ? m.version_id : "null", vid)))) {
+		/* not the current version: a noncurrent one */
+		cn_ec_meta_fini(&m);
+		current = false;
+		e = cn_ec_version_read(s->set, bucket, key, vid, false, &m);
+		if (e == CN_ERR_NO_KEY)
+			e = CN_ERR_NO_VERSION;
+	}
+	if (!e && m.delete_marker)
+		e = vid ? CN_ERR_DELETE_MARKER : CN_ERR_NO_KEY;
 	if (!e) {
 		cn_obj__info_from_meta(&info, &m); /* moves m's meta into info */
 		e = fn(ctx, &info);
@@ -58,7 +77,8 @@ cn_err cn_obj_update_meta(cn_obj_store *s, const char *bucket, const char *key, 
 		} else {
 			m.meta = info.meta; /* lent to the record while it is written */
 			m.nmeta = info.nmeta;
-			e = cn_ec_update_meta(s->set, bucket, key, &m);
+			e = current ? cn_ec_update_meta(s->set, bucket, key, &m)
+			            : cn_ec_update_version_meta(s->set, bucket, key, vid, &m);
 			m.meta = NULL;
 			m.nmeta = 0;
 		}
@@ -475,9 +495,8 @@ cn_err cn_obj_upload_complete(cn_obj_store *s, const char *bucket, const char *k
 	cn_ec_part *ecp = calloc(nlist, sizeof *ecp);
 	cn_kv *add = NULL, *all = NULL;
 	size_t nadd = 0;
-	cn_ec_meta m, old;
+	cn_ec_meta m;
 	cn_ec_meta_init(&m);
-	cn_ec_meta_init(&old);
 	bool locked = false;
 	pthread_mutex_t *ul = upload_lock(s, bucket, upload_id), *kl = cn_obj__key_lock(s, bucket, key);
 	if (!parts || !files || !srcs || !ecp) {
@@ -554,19 +573,24 @@ cn_err cn_obj_upload_complete(cn_obj_store *s, const char *bucket, const char *k
 	m.parts = ecp; /* borrowed */
 	m.nparts = nlist;
 
+	cn_versioning v;
+	if ((e = cn_obj__versioning(s, bucket, &v)))
+		goto out;
+	cn_obj__vcommit vc;
 	if (kl != ul)
 		pthread_mutex_lock(kl); /* C2 */
-	cn_err oe = cn_ec_read_meta(s->set, bucket, key, true, &old);
-	e = cn_ec_upload_commit(s->set, bucket, upload_id, srcs, nlist, key, &m); /* M3 */
+	e = cn_obj__vprep(s, bucket, key, v, &m, &vc);
+	if (!e)
+		e = cn_ec_upload_commit(s->set, bucket, upload_id, srcs, nlist, key, &m); /* M3 */
+	if (!e)
+		cn_obj__vpost(s, bucket, key, &vc);
 	if (kl != ul)
 		pthread_mutex_unlock(kl);
+	if (!e)
+		e = cn_obj__barrier(s); /* C3 */
+	cn_obj__vfinish(s, bucket, key, &vc, m.data_id, !e); /* C4 */
 	if (e)
 		goto out;
-	e = cn_obj__barrier(s); /* C3 */
-	if (e)
-		goto out;
-	if (!oe && old.data_id[0] && strcmp(old.data_id, m.data_id))
-		cn_ec_delete_data(s->set, bucket, key, old.data_id); /* C4 */
 	cn_ec_upload_remove(s->set, bucket, upload_id); /* M3: after the object is durable */
 	if (out) {
 		cn_obj_info_fini(out);
@@ -574,6 +598,7 @@ cn_err cn_obj_upload_complete(cn_obj_store *s, const char *bucket, const char *k
 		out->size = m.size;
 		out->mtime_ms = m.mtime_ms;
 		snprintf(out->storage_class, sizeof out->storage_class, "%s", m.storage_class);
+		snprintf(out->version_id, sizeof out->version_id, "%s", m.version_id);
 		if ((e = cn_obj__copy_kvs(all, nall, &out->meta)) == CN_OK)
 			out->nmeta = nall;
 		if (!e && (out->parts = calloc(nlist, sizeof *out->parts))) {
@@ -595,7 +620,6 @@ out:
 	m.parts = NULL;
 	m.nparts = 0;
 	cn_ec_meta_fini(&m);
-	cn_ec_meta_fini(&old);
 	if (parts)
 		for (size_t i = 0; i < nlist; i++)
 			cn_obj_info_fini(&parts[i]);

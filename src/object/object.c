@@ -259,6 +259,7 @@ cn_err cn_obj_store_open(const char *const *drives, size_t ndrives, const cn_obj
 	if (s->cfg.inline_max > (int64_t)IO_BUF - 1)
 		s->cfg.inline_max = IO_BUF - 1; /* an inline body must fit the first read buffer */
 	pthread_rwlock_init(&s->ns_lock, NULL);
+	pthread_mutex_init(&s->vs_mu, NULL);
 	for (size_t i = 0; i < KEY_LOCKS; i++)
 		pthread_mutex_init(&s->key_locks[i], NULL);
 	cn_drive *d = NULL;
@@ -287,6 +288,7 @@ void cn_obj_store_close(cn_obj_store *s)
 	cn_obj__janitor_stop(s);
 	cn_ec_set_free(s->set);
 	pthread_rwlock_destroy(&s->ns_lock);
+	pthread_mutex_destroy(&s->vs_mu);
 	for (size_t i = 0; i < KEY_LOCKS; i++)
 		pthread_mutex_destroy(&s->key_locks[i]);
 	free(s);
@@ -364,6 +366,7 @@ cn_err cn_obj_delete_bucket(cn_obj_store *s, const char *name)
 		snprintf(path, sizeof path, "buckets/%s", name);
 		cn_ec_remove_sys_all(s->set, path);
 		cn_obj__bucket_gone(s, name);
+		cn_obj__versioning_forget(s, name);
 	}
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
@@ -436,6 +439,8 @@ void cn_obj__info_from_meta(cn_obj_info *info, cn_ec_meta *m)
 	info->mtime_ms = m->mtime_ms;
 	snprintf(info->storage_class, sizeof info->storage_class, "%s",
 	         m->storage_class[0] ? m->storage_class : "STANDARD");
+	snprintf(info->version_id, sizeof info->version_id, "%s", m->version_id);
+	info->delete_marker = m->delete_marker;
 	info->meta = m->meta;
 	info->nmeta = m->nmeta;
 	m->meta = NULL;
@@ -547,9 +552,8 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 	cn_ec_writer *w = NULL;
 	cn_kv *add = NULL, *all = NULL;
 	size_t nadd = 0;
-	cn_ec_meta m, old;
+	cn_ec_meta m;
 	cn_ec_meta_init(&m);
-	cn_ec_meta_init(&old);
 	int64_t total = 0;
 	bool inline_data = false;
 	unsigned char md5[16];
@@ -588,30 +592,34 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 		m.inline_len = (size_t)total;
 	}
 
+	cn_versioning v;
+	if ((e = cn_obj__versioning(s, bucket, &v)))
+		goto fail;
+	cn_obj__vcommit vc;
 	pthread_rwlock_rdlock(&s->ns_lock); /* C5 */
 	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
 	pthread_mutex_lock(kl); /* C2 */
-	cn_err oe = cn_ec_read_meta(s->set, bucket, key, true, &old);
-	if (oe && oe != CN_ERR_NO_KEY)
-		cn_log(CN_LOG_WARN, NULL, "object: put %s/%s: previous record unreadable (%s); "
-		       "its data folder, if any, stays", bucket, key, cn_err_str(oe));
-	if (inline_data)
+	e = cn_obj__vprep(s, bucket, key, v, &m, &vc);
+	if (!e && inline_data)
 		e = cn_ec_commit_inline(s->set, bucket, key, &m);
-	else
+	else if (!e)
 		e = cn_ec_writer_commit(w, bucket, key, &m);
+	if (!e)
+		cn_obj__vpost(s, bucket, key, &vc);
 	pthread_mutex_unlock(kl);
 	pthread_rwlock_unlock(&s->ns_lock);
+	if (!e)
+		e = cn_obj__barrier(s); /* C3 */
+	cn_obj__vfinish(s, bucket, key, &vc, m.data_id, !e); /* C4 */
 	if (e)
 		goto fail;
-	e = cn_obj__barrier(s); /* C3 */
-	if (!oe && old.data_id[0] && strcmp(old.data_id, m.data_id))
-		cn_ec_delete_data(s->set, bucket, key, old.data_id); /* C4 */
 	if (!e && out) {
 		cn_obj_info_fini(out);
 		snprintf(out->etag, sizeof out->etag, "%s", m.etag);
 		out->size = m.size;
 		out->mtime_ms = m.mtime_ms;
 		snprintf(out->storage_class, sizeof out->storage_class, "%s", m.storage_class);
+		snprintf(out->version_id, sizeof out->version_id, "%s", m.version_id);
 		if ((e = cn_obj__copy_kvs(all, nall, &out->meta)) == CN_OK)
 			out->nmeta = nall;
 	}
@@ -620,7 +628,6 @@ fail:
 	m.nmeta = 0;
 	m.inline_data = NULL;
 	cn_ec_meta_fini(&m);
-	cn_ec_meta_fini(&old);
 	free(all);
 	cn_kvs_free(add, nadd);
 	cn_ec_writer_abort(w);
@@ -637,7 +644,9 @@ cn_err cn_obj_stat(cn_obj_store *s, const char *bucket, const char *key, cn_obj_
 	cn_ec_meta m;
 	cn_ec_meta_init(&m);
 	e = cn_ec_read_meta(s->set, bucket, key, true, &m);
-	if (!e && out)
+	if (!e && m.delete_marker)
+		e = CN_ERR_NO_KEY; /* the latest version is a delete marker: out says so */
+	if ((!e || m.delete_marker) && out)
 		cn_obj__info_from_meta(out, &m);
 	cn_ec_meta_fini(&m);
 	return e;
@@ -658,29 +667,42 @@ static ssize_t stream_read(cn_reader *rd, void *buf, size_t len)
 	return (ssize_t)got;
 }
 
+cn_err cn_obj__reader_wrap(cn_ec_reader *er, cn_ec_meta *m, cn_obj_info *info, cn_obj_reader **out)
+{
+	cn_obj_reader *r = calloc(1, sizeof *r);
+	if (!r)
+		return CN_ERR_NOMEM;
+	r->r = er;
+	r->stream.read = stream_read;
+	r->size = m->size;
+	r->end = m->size;
+	if (info)
+		cn_obj__info_from_meta(info, m);
+	*out = r;
+	return CN_OK;
+}
+
 cn_err cn_obj_open(cn_obj_store *s, const char *bucket, const char *key, cn_obj_info *info,
                    cn_obj_reader **out)
 {
 	cn_err e = cn_obj__check_names(bucket, key);
 	if (e)
 		return e == CN_ERR_NO_BUCKET ? e : CN_ERR_NO_KEY;
-	cn_obj_reader *r = calloc(1, sizeof *r);
-	if (!r)
-		return CN_ERR_NOMEM;
 	cn_ec_meta m;
 	cn_ec_meta_init(&m);
-	e = cn_ec_open(s->set, bucket, key, &m, &r->r);
-	if (e) {
-		free(r);
-		return e;
+	cn_ec_reader *er;
+	e = cn_ec_open(s->set, bucket, key, &m, &er);
+	if (!e && m.delete_marker) {
+		cn_ec_reader_close(er);
+		if (info)
+			cn_obj__info_from_meta(info, &m);
+		cn_ec_meta_fini(&m);
+		return CN_ERR_NO_KEY; /* the latest version is a delete marker: info says so */
 	}
-	r->stream.read = stream_read;
-	r->size = m.size;
-	if (info)
-		cn_obj__info_from_meta(info, &m);
+	if (!e && (e = cn_obj__reader_wrap(er, &m, info, out)))
+		cn_ec_reader_close(er);
 	cn_ec_meta_fini(&m);
-	*out = r;
-	return CN_OK;
+	return e;
 }
 
 cn_err cn_obj_read(cn_obj_reader *r, int64_t off, int64_t len, cn_writer *w)
@@ -808,6 +830,8 @@ static cn_err list_cb(void *vctx, const char *key, size_t keylen, bool is_prefix
 	list_ctx *c = vctx;
 	cn_list_result *o = c->out;
 	size_t plen = keylen;
+	if (!is_prefix && m->delete_marker)
+		return CN_OK; /* a key whose latest version is a delete marker is not listed */
 	if (!is_prefix && c->delim && keylen > c->plen) {
 		const char *d = memmem(key + c->plen, keylen - c->plen, c->delim, c->dlen);
 		if (d) {

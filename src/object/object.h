@@ -67,6 +67,10 @@ typedef struct cn_obj_info {
 	 * NULL/0 for a single PUT. Owned. */
 	struct cn_obj_part *parts;
 	size_t nparts;
+	/* Versioning: "" for an object written while the bucket was never versioned (the
+	 * null version; the s3 layer says "null" where AWS does), "null", or the id. */
+	char version_id[40];
+	bool delete_marker;     /* this version is a delete marker (no data, size 0) */
 } cn_obj_info;
 
 typedef struct cn_obj_part {
@@ -155,6 +159,76 @@ void cn_list_result_fini(cn_list_result *r);
 cn_err cn_obj_list(cn_obj_store *s, const char *bucket, const char *prefix, const char *delimiter,
                    const char *after, size_t max_keys, cn_list_result *out);
 
+/* --- versioning ------------------------------------------------------------------------
+ * As AWS S3 documents it. A bucket starts unversioned (OFF); once ENABLED it can only be
+ * SUSPENDED (and enabled again). In ENABLED, every put, completion and copy creates a new
+ * version with a fresh id and a delete without version id adds a delete marker; in
+ * SUSPENDED, writes create (replacing) the "null" version and a delete adds a "null"
+ * delete marker; in OFF, writes replace the object and deletes remove it (as before
+ * versioning). Earlier versions stay readable by id. Version ids are 32 lowercase hex
+ * chars (time-ordered) or "null". The functions without a version id (cn_obj_put,
+ * cn_obj_stat, cn_obj_open, cn_obj_delete, cn_obj_upload_complete) follow these rules;
+ * cn_obj_stat/cn_obj_open of a key whose latest version is a delete marker give
+ * CN_ERR_NO_KEY with info->delete_marker and info->version_id set. */
+typedef enum cn_versioning {
+	CN_VERSIONING_OFF = 0,
+	CN_VERSIONING_ENABLED,
+	CN_VERSIONING_SUSPENDED,
+} cn_versioning;
+cn_err cn_obj_get_versioning(cn_obj_store *s, const char *bucket, cn_versioning *out);
+/* CN_ERR_INVALID for CN_VERSIONING_OFF (a versioned bucket cannot go back). */
+cn_err cn_obj_set_versioning(cn_obj_store *s, const char *bucket, cn_versioning v);
+/* Syntax of a version id given by a client ("null" or what cairn makes). */
+bool cn_obj_version_id_valid(const char *vid);
+
+/* Stat / open a given version (vid NULL: the latest, as cn_obj_stat / cn_obj_open).
+ * CN_ERR_NO_VERSION when the key has no such version; a version that is a delete marker
+ * gives CN_ERR_DELETE_MARKER with info filled (AWS answers 405). */
+cn_err cn_obj_stat_version(cn_obj_store *s, const char *bucket, const char *key, const char *vid,
+                           cn_obj_info *out);
+cn_err cn_obj_open_version(cn_obj_store *s, const char *bucket, const char *key, const char *vid,
+                           cn_obj_info *info, cn_obj_reader **out);
+
+/* Deletes: vid NULL follows the bucket's state (above); a vid removes exactly that version
+ * (when it is the latest, the next newest becomes the latest). out (may be NULL) says what
+ * happened: the delete marker created or the version removed (version_id, delete_marker).
+ * Errors: CN_ERR_NO_BUCKET; CN_ERR_NO_KEY (OFF, no such key); CN_ERR_NO_VERSION (no such
+ * version: AWS answers 204 anyway). */
+typedef struct cn_obj_deleted {
+	char version_id[40];
+	bool delete_marker;
+} cn_obj_deleted;
+cn_err cn_obj_delete_version(cn_obj_store *s, const char *bucket, const char *key, const char *vid,
+                             cn_obj_deleted *out);
+
+/* ListObjectVersions: keys as cn_obj_list (prefix, delimiter, common prefixes), each key's
+ * versions newest first (the latest first), after the markers (key_marker NULL/"": from
+ * the start; with vid_marker, the versions of key_marker older than that one, then later
+ * keys; without, keys strictly after key_marker). max (1..1000) counts versions and
+ * prefixes. next markers: the last version returned (or prefix: vid marker ""). */
+typedef struct cn_version_entry {
+	char *key;              /* owned */
+	char version_id[40];    /* "null" for the null version */
+	bool is_latest, delete_marker;
+	char etag[72];
+	int64_t size;
+	int64_t mtime_ms;
+	char storage_class[24];
+} cn_version_entry;
+typedef struct cn_version_list {
+	cn_version_entry *versions; /* owned */
+	size_t nversions;
+	char **prefixes;            /* owned */
+	size_t nprefixes;
+	bool truncated;
+	char *next_key_marker;      /* owned, NULL unless truncated */
+	char next_version_id_marker[40];
+} cn_version_list;
+void cn_version_list_fini(cn_version_list *l);
+cn_err cn_obj_list_versions(cn_obj_store *s, const char *bucket, const char *prefix,
+                            const char *delimiter, const char *key_marker, const char *vid_marker,
+                            size_t max, cn_version_list *out);
+
 /* --- metadata updates (tagging, ...) --------------------------------------------------- */
 /* Rewrites the stored metadata of the key's current version without touching its data,
  * atomically under the key's lock: fn gets the current info and edits info->meta / nmeta
@@ -165,6 +239,10 @@ cn_err cn_obj_list(cn_obj_store *s, const char *bucket, const char *prefix, cons
 typedef cn_err (*cn_obj_meta_fn)(void *ctx, cn_obj_info *info);
 cn_err cn_obj_update_meta(cn_obj_store *s, const char *bucket, const char *key, cn_obj_meta_fn fn,
                           void *ctx, cn_obj_info *out);
+/* The same for a given version (vid NULL: the latest). A delete marker:
+ * CN_ERR_DELETE_MARKER (latest: CN_ERR_NO_KEY); no such version: CN_ERR_NO_VERSION. */
+cn_err cn_obj_update_meta_version(cn_obj_store *s, const char *bucket, const char *key,
+                                  const char *vid, cn_obj_meta_fn fn, void *ctx, cn_obj_info *out);
 
 /* --- bucket configuration documents ----------------------------------------------------- */
 /* Small per-bucket documents stored with the bucket on every drive, at most 256 KiB,

@@ -19,6 +19,15 @@ struct cn_obj_store {
 	char deployment[33];
 	pthread_rwlock_t ns_lock;                  /* C5 */
 	pthread_mutex_t key_locks[OBJ_KEY_LOCKS];  /* C2 (also one upload's changes) */
+	/* versioning state per bucket (versions.c): a direct-mapped cache of the
+	 * "versioning" bucket document; vs_gen counts changes (insert only if unchanged) */
+	pthread_mutex_t vs_mu;
+	uint64_t vs_gen;
+	struct {
+		char bucket[64];
+		cn_versioning state;
+		bool valid;
+	} vs[256];
 	/* background removal of stale multipart uploads (multipart.c) */
 	pthread_t janitor;
 	bool janitor_started, stopping;
@@ -48,6 +57,32 @@ void cn_obj__info_from_meta(cn_obj_info *info, cn_ec_meta *m);
 cn_err cn_obj__recv(cn_obj_store *s, cn_reader *body, int64_t expect, int64_t max, bool allow_inline,
                     unsigned char *buf, cn_ec_writer **w, int64_t *total, unsigned char md5[16],
                     bool *inline_data);
+
+/* object.c: wraps an open erasure reader of the version m (already checked) as an object
+ * reader; fills info (may be NULL) from m (moves m's meta). On error nothing is taken. */
+cn_err cn_obj__reader_wrap(cn_ec_reader *er, cn_ec_meta *m, cn_obj_info *info, cn_obj_reader **out);
+
+/* versions.c: committing a new current version under the bucket's versioning state.
+ * Under the key's lock: vprep (reads the current version, picks the new version id into
+ * m->version_id, keeps the current one as noncurrent when it must survive, notes what a
+ * replaced version leaves to remove), then the caller's commit, then vpost (only after a
+ * successful commit). After the barrier, vfinish removes the replaced data (only when
+ * committed) and releases vc, whatever happened (also after a failed vprep). */
+typedef struct cn_obj__vcommit {
+	cn_versioning v;
+	cn_ec_meta old;   /* the version that was current (skip_inline), when old_ok */
+	bool old_ok;
+	bool drop_null;   /* suspended: the noncurrent "null" version goes after the commit */
+	int ndrop;
+	char drop[2][CN_DRIVE_ID_MAX + 1];
+} cn_obj__vcommit;
+cn_err cn_obj__versioning(cn_obj_store *s, const char *bucket, cn_versioning *v);
+void cn_obj__versioning_forget(cn_obj_store *s, const char *bucket);
+cn_err cn_obj__vprep(cn_obj_store *s, const char *bucket, const char *key, cn_versioning v,
+                     cn_ec_meta *m, cn_obj__vcommit *vc);
+void cn_obj__vpost(cn_obj_store *s, const char *bucket, const char *key, cn_obj__vcommit *vc);
+void cn_obj__vfinish(cn_obj_store *s, const char *bucket, const char *key, cn_obj__vcommit *vc,
+                     const char *new_data_id, bool committed);
 
 /* multipart.c: drops the bucket's configuration documents and uploads (cn_obj_delete_bucket,
  * under the exclusive ns_lock, after the bucket folder is gone). */

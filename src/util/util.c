@@ -27,6 +27,7 @@ static const char *const err_names[CN_ERR__COUNT] = {
 	[CN_ERR_ABORTED] = "aborted by body reader", [CN_ERR_UNSUPPORTED] = "not supported",
 	[CN_ERR_NO_UPLOAD] = "no such upload", [CN_ERR_BAD_PART] = "invalid part",
 	[CN_ERR_PART_ORDER] = "invalid part order", [CN_ERR_TOO_SMALL] = "part too small",
+	[CN_ERR_NO_VERSION] = "no such version", [CN_ERR_DELETE_MARKER] = "version is a delete marker",
 };
 
 const char *cn_err_str(cn_err e)

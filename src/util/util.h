@@ -46,6 +46,8 @@ typedef enum cn_err {
 	CN_ERR_BAD_PART,       /* completion names a part that is missing or has another etag */
 	CN_ERR_PART_ORDER,     /* completion's part list not strictly ascending / empty */
 	CN_ERR_TOO_SMALL,      /* a non-last part under the minimum part size */
+	CN_ERR_NO_VERSION,     /* no such version of the key */
+	CN_ERR_DELETE_MARKER,  /* the version asked for is a delete marker */
 	CN_ERR__COUNT
 } cn_err;
 

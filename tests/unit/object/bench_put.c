@@ -54,7 +54,7 @@ static void *worker(void *arg)
 
 static double run(const char *dir, bool durable, int threads, int secs)
 {
-	cn_obj_config cfg = { durable, 128 * 1024 };
+	cn_obj_config cfg = { .durable = durable, .inline_max = 128 * 1024 };
 	const char *d[] = { dir };
 	if (cn_obj_store_open(d, 1, &cfg, &store) != CN_OK)
 		exit(1);

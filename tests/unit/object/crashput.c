@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 	}
 	long count = argc > 2 ? atol(argv[2]) : 1000000;
 	long maxsize = argc > 3 ? atol(argv[3]) : 300000;
-	cn_obj_config cfg = { true, 128 * 1024 };
+	cn_obj_config cfg = { .durable = true, .inline_max = 128 * 1024 };
 	const char *d[] = { argv[1] };
 	cn_obj_store *s;
 	cn_err e = cn_obj_store_open(d, 1, &cfg, &s);

@@ -94,7 +94,7 @@ static void md5_hex(const void *p, size_t len, char out[33])
 
 static cn_obj_store *open_store(bool durable)
 {
-	cn_obj_config cfg = { durable, inline_max };
+	cn_obj_config cfg = { .durable = durable, .inline_max = inline_max };
 	const char *d[] = { drive };
 	cn_obj_store *s = NULL;
 	cn_err e = cn_obj_store_open(d, 1, &cfg, &s);
@@ -767,7 +767,7 @@ TEST(test_tmp_cleanup_and_format)
 	fprintf(f, "cairn-format 1\ndeployment 00112233445566778899aabbccddeeff\npools 1\nsets 1\n"
 	        "drives-per-set 4\npool 0\nset 0\ndrive 3\n");
 	fclose(f);
-	cn_obj_config cfg = { false, inline_max };
+	cn_obj_config cfg = { .durable = false, .inline_max = inline_max };
 	const char *d[] = { drive };
 	cn_obj_store *s2 = NULL;
 	CHECK_EQ_INT(cn_obj_store_open(d, 1, &cfg, &s2), CN_ERR_INVALID);
