@@ -67,12 +67,24 @@ cn_err cn_ec_meta_decode(const void *p, size_t len, bool skip_inline, cn_ec_meta
 /* --- the set -------------------------------------------------------------------------- */
 typedef struct cn_ec_set cn_ec_set;
 
-/* Takes ownership of the drives (closed by cn_ec_set_free). Today ndrives must be 1 and
- * k=1, m=0 (CN_ERR_UNSUPPORTED otherwise). */
-cn_err cn_ec_set_new(cn_drive **drives, size_t ndrives, int k, int m, cn_ec_set **out);
+/* A set of n drives (1..16) storing each object as K = n - M data and M parity shards
+ * (M = parity for STANDARD objects, parity_rrs for REDUCED_REDUNDANCY; M <= n/2, M = 0
+ * only for n = 1). Takes ownership of the drives (closed by cn_ec_set_free); drives[i]
+ * may be NULL: slot i is offline. Write quorum K (K+1 when K == M), read quorum K. */
+cn_err cn_ec_set_new(cn_drive **drives, size_t n, unsigned parity, unsigned parity_rrs,
+                     cn_ec_set **out);
 void cn_ec_set_free(cn_ec_set *s);
+/* Takes slot i offline for good (a drive refused at start: wrong deployment or slot);
+ * the drive is closed. */
+void cn_ec_set_refuse(cn_ec_set *s, size_t i);
+/* The slot's drive endpoint for logs, or NULL when the slot is offline. */
+const char *cn_ec_set_endpoint(const cn_ec_set *s, size_t i);
 size_t cn_ec_set_ndrives(const cn_ec_set *s);
+/* True when at least read quorum of the set's drives are online. */
 bool cn_ec_set_online(cn_ec_set *s);
+/* Free space of the set: the smallest free space of its online drives times K (for the
+ * choice of a pool for new objects); 0 when offline. */
+uint64_t cn_ec_set_free_bytes(cn_ec_set *s);
 
 /* System files: per drive (format differs per drive) or on all drives (bucket files). */
 cn_err cn_ec_read_sys(cn_ec_set *s, size_t drive, const char *name, size_t max, cn_buf *out);
@@ -86,12 +98,16 @@ cn_err cn_ec_stat_vol(cn_ec_set *s, const char *vol, int64_t *mtime_ms);
 cn_err cn_ec_delete_vol(cn_ec_set *s, const char *vol);
 cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n);
 
-/* Writing a version: new writer (fresh tmp id and data id), write the object's bytes in
- * order, then commit or abort. commit fills m's erasure fields and data_id, encodes one
- * record per drive and renames into place (not synced: call cn_ec_sync). For an inline
- * version (m->has_inline) use cn_ec_commit_inline: no writer, no data folder. */
+/* Writing a version: new writer (fresh tmp id and data id) for the object vol/key (its
+ * shard rotation derives from them, as MinIO's; its parity from storage_class:
+ * "REDUCED_REDUNDANCY" -> parity_rrs, anything else or NULL STANDARD), write the object's
+ * bytes in order, then commit or abort. commit fills m's erasure fields and data_id,
+ * encodes one record per drive and renames into place (not synced: call cn_ec_sync). For
+ * an inline version (m->has_inline, m->inline_data = the whole object) use
+ * cn_ec_commit_inline: no writer, no data folder (parity from m->storage_class). */
 typedef struct cn_ec_writer cn_ec_writer;
-cn_err cn_ec_writer_new(cn_ec_set *s, cn_ec_writer **out);
+cn_err cn_ec_writer_new(cn_ec_set *s, const char *vol, const char *key, const char *storage_class,
+                        cn_ec_writer **out);
 cn_err cn_ec_writer_write(cn_ec_writer *w, const void *p, size_t len);
 cn_err cn_ec_writer_commit(cn_ec_writer *w, const char *vol, const char *key, cn_ec_meta *m);
 void cn_ec_writer_abort(cn_ec_writer *w); /* also frees a committed writer */
@@ -124,6 +140,24 @@ cn_err cn_ec_reader_read(cn_ec_reader *r, int64_t off, void *buf, size_t len, si
  * reports it). */
 bool cn_ec_reader_plain_fd(cn_ec_reader *r, int64_t off, int *fd, int64_t *fd_off, int64_t *avail);
 void cn_ec_reader_close(cn_ec_reader *r);
+/* True when reading found a missing, stale or corrupt shard or record (the data was
+ * rebuilt from the others): the object should be healed. */
+bool cn_ec_reader_degraded(const cn_ec_reader *r);
+
+/* --- healing --------------------------------------------------------------------------
+ * Rebuilds what the set's online drives miss of one version (vid NULL: the current one):
+ * a missing or stale record, missing, short or corrupt shard files. Reads the version
+ * (read quorum), re-encodes it and rewrites each damaged drive's shards and record. With
+ * dry_run only counts. A one-drive set has nothing to heal from (CN_OK, zero counts).
+ * Errors: the read's (CN_ERR_NO_KEY, CN_ERR_QUORUM ...), drive errors. */
+typedef struct cn_ec_heal_result {
+	unsigned drives_bad;     /* drives whose copy was damaged or missing */
+	unsigned drives_healed;  /* of those, rewritten */
+	unsigned drives_failed;  /* of those, could not be rewritten */
+	int64_t bytes_written;
+} cn_ec_heal_result;
+cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vid, bool dry_run,
+                  cn_ec_heal_result *res);
 
 /* --- versions ----------------------------------------------------------------------------
  * Noncurrent versions of a key (drive.h version_*): the current record is the one that

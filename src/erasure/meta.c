@@ -344,7 +344,7 @@ static cn_err decode_body(const unsigned char *p, size_t len, bool skip_inline, 
 		return CN_ERR_CORRUPT;
 	if (m->has_inline == (m->data_id[0] != 0))
 		return CN_ERR_CORRUPT; /* exactly one home for the data */
-	if (m->has_inline && m->k == 1 && m->inline_len != (uint64_t)m->size)
+	if (m->has_inline && m->k == 1 && m->m == 0 && m->inline_len != (uint64_t)m->size)
 		return CN_ERR_CORRUPT;
 	return CN_OK;
 }

@@ -1,8 +1,29 @@
-/* erasure/set: one erasure set over the drive API (erasure.h). Today the set is a single
- * drive with K=1, M=0: the object's bytes are the one shard, stored as
- * "<data id>/part.1" or inline in the record, and quorum is that drive's verdict. The
- * shape (per-drive loops reduced by reduce_quorum, per-drive records carrying the shard
- * index and distribution) is what issue 3 fills with ISA-L Reed-Solomon and many drives. */
+/* erasure/set: one erasure set over the drive API (erasure.h).
+ *
+ * Two shapes share this file:
+ *  - Plain (one drive, K=1 M=0): the object's bytes are the one shard, stored verbatim as
+ *    "<data id>/part.N" or inline in the record; zero-copy sends read the file directly.
+ *  - Coded (n >= 2 drives, K = n - M data shards, M parity): every part is cut into
+ *    CN_EC_BLOCK_SIZE blocks; each block into K data shards of ceil(len/K) bytes plus M
+ *    parity shards (ISA-L Reed-Solomon, codec.h). Drive slot d holds shard dist[d] of
+ *    every block (the object's rotation, MinIO's hashOrder of bucket/key) in its file
+ *    "<data id>/part.N" as a sequence of [XXH3-128 hash (16 bytes)][shard bytes] per block
+ *    (docs/FORMAT.md §5); an inline object keeps the same stream in each drive's record.
+ *
+ * Invariants:
+ *  E1. A record is written to a drive only after that drive's shard file is complete and
+ *      closed (file_close(keep) before rename_data); a commit succeeds when write quorum
+ *      drives committed (K, or K+1 when K == M).
+ *  E2. Reads pick the record that the most drives agree on (same mtime, size, etag, data
+ *      id, version id, delete marker, metadata) and need read quorum K of them;
+ *      otherwise CN_ERR_QUORUM (or CN_ERR_NO_KEY / NO_BUCKET when that is what at
+ *      least K drives say, or every drive that answered).
+ *  E3. Every shard block read is checked against its hash before use; a missing, short or
+ *      corrupt shard is replaced by reconstruction from any K good ones, and the reader
+ *      remembers that the object needs healing (cn_ec_reader_degraded).
+ *  E4. A healthy read touches only the K data shards (no decode); a range read only the
+ *      blocks it covers. */
+#include "erasure/codec.h"
 #include "erasure/erasure.h"
 #include "erasure/erasure_int.h"
 
@@ -12,13 +33,18 @@
 
 #define PART_NAME "part.1"
 #define OPEN_RETRIES 8
+#define HASH_LEN CN_CODEC_HASH_LEN
 
 struct cn_ec_set {
-	cn_drive *drives[CN_EC_MAX_DRIVES];
+	cn_drive *drives[CN_EC_MAX_DRIVES]; /* NULL: slot offline */
 	size_t n;
-	int k, m;
-	cn_rcache *rc;  /* record cache (erasure_int.h), NULL when disabled */
+	int k, m;                           /* STANDARD */
+	int m_rrs;                          /* REDUCED_REDUNDANCY parity */
+	cn_codec *codec, *codec_rrs;        /* NULL for the plain (one drive) set */
+	cn_rcache *rc;                      /* record cache (erasure_int.h), plain sets only */
 };
+
+#define D(s, i) ((s)->drives[i])
 
 struct cn_ec_writer {
 	cn_ec_set *s;
@@ -26,23 +52,48 @@ struct cn_ec_writer {
 	char data_id[CN_DRIVE_ID_MAX + 1];
 	cn_drive_file *f[CN_EC_MAX_DRIVES];
 	int64_t written;
+	/* coded */
+	cn_codec *c;
+	unsigned k, m;
+	uint8_t dist[CN_EC_MAX_DRIVES];
+	unsigned char *block;               /* pending bytes of the current block */
+	size_t blen;
+	unsigned char *shards;              /* (k+m) shards of shard_len(block size) */
+	bool ok[CN_EC_MAX_DRIVES];          /* slot still writing */
 };
 
 struct cn_ec_reader {
 	cn_ec_set *s;
 	int64_t size;
-	unsigned char *inline_data; /* owned; NULL when the data is in files */
-	cn_drive_rfile *f;          /* the open part file (index cur) */
-	size_t cur;
-	size_t nparts;              /* part files part.1 .. part.<nparts> */
+	size_t nparts;
 	int64_t *ends;              /* owned: cumulative end offset of each part */
 	char *vol, *key;            /* owned, for opening later parts */
 	char data_id[CN_DRIVE_ID_MAX + 1];
+	bool degraded;              /* E3: some shard was missing or corrupt */
+	/* plain */
+	unsigned char *inline_data; /* owned; NULL when the data is in files */
+	cn_drive_rfile *f;          /* the open part file (index cur) */
+	size_t cur;
+	/* coded */
+	cn_codec *c;
+	unsigned k, m, block_size;
+	uint8_t dist[CN_EC_MAX_DRIVES];
+	int8_t slot_of[CN_EC_MAX_DRIVES];   /* shard index -> slot (-1: no good slot) */
+	bool good[CN_EC_MAX_DRIVES];        /* slot's record agrees (E2) */
+	unsigned char *inl[CN_EC_MAX_DRIVES]; /* owned: coded inline streams per slot */
+	size_t inl_len[CN_EC_MAX_DRIVES];
+	cn_drive_rfile *cf[CN_EC_MAX_DRIVES]; /* open shard files of part cpart */
+	bool cf_bad[CN_EC_MAX_DRIVES];      /* opening failed for this part */
+	size_t cpart;
+	bool cf_open;
+	unsigned char *blk;                 /* decoded block (block_size) */
+	size_t blk_part, blk_idx, blk_len;
+	bool blk_valid;
+	unsigned char *sh;                  /* (k+m) * (HASH_LEN + shard_len) scratch */
 };
 
 /* Reduces per-drive results to one verdict: CN_OK when at least quorum drives succeeded,
- * otherwise the most frequent error (CN_ERR_QUORUM when errors disagree evenly). With one
- * drive this is that drive's result. */
+ * otherwise the most frequent error (CN_ERR_QUORUM when errors disagree evenly). */
 static cn_err reduce_quorum(const cn_err *errs, size_t n, size_t quorum)
 {
 	size_t ok = 0;
@@ -53,7 +104,7 @@ static cn_err reduce_quorum(const cn_err *errs, size_t n, size_t quorum)
 	cn_err best = CN_ERR_QUORUM;
 	size_t best_n = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (errs[i] == CN_OK)
+		if (errs[i] == CN_OK || errs[i] == CN_ERR_OFFLINE)
 			continue;
 		size_t c = 0;
 		for (size_t j = 0; j < n; j++)
@@ -63,6 +114,9 @@ static cn_err reduce_quorum(const cn_err *errs, size_t n, size_t quorum)
 			best_n = c;
 		}
 	}
+	/* a minority error is not the answer: not enough drives to say anything */
+	if (n > 1 && best_n + ok < quorum)
+		return CN_ERR_QUORUM;
 	return best;
 }
 
@@ -71,23 +125,65 @@ static size_t write_quorum(const cn_ec_set *s)
 	return (size_t)s->k + (s->k == s->m);
 }
 
-cn_err cn_ec_set_new(cn_drive **drives, size_t ndrives, int k, int m, cn_ec_set **out)
+static size_t read_quorum(const cn_ec_set *s)
 {
-	if (ndrives != 1 || k != 1 || m != 0)
-		return CN_ERR_UNSUPPORTED;
+	return (size_t)s->k;
+}
+
+static bool coded(const cn_ec_set *s)
+{
+	return s->n > 1;
+}
+
+static unsigned parity_for(const cn_ec_set *s, const char *storage_class)
+{
+	if (storage_class && !strcmp(storage_class, "REDUCED_REDUNDANCY"))
+		return (unsigned)s->m_rrs;
+	return (unsigned)s->m;
+}
+
+static cn_codec *codec_for(const cn_ec_set *s, unsigned k, unsigned m)
+{
+	if (s->codec && cn_codec_k(s->codec) == k && cn_codec_m(s->codec) == m)
+		return s->codec;
+	if (s->codec_rrs && cn_codec_k(s->codec_rrs) == k && cn_codec_m(s->codec_rrs) == m)
+		return s->codec_rrs;
+	return NULL;
+}
+
+cn_err cn_ec_set_new(cn_drive **drives, size_t ndrives, unsigned parity, unsigned parity_rrs,
+                     cn_ec_set **out)
+{
+	if (ndrives < 1 || ndrives > CN_EC_MAX_DRIVES)
+		return CN_ERR_INVALID;
+	if (ndrives == 1 && (parity || parity_rrs))
+		return CN_ERR_INVALID;
+	if (ndrives > 1 && (parity < 1 || parity > ndrives / 2 || parity_rrs < 1 || parity_rrs > ndrives / 2))
+		return CN_ERR_INVALID;
 	cn_ec_set *s = calloc(1, sizeof *s);
 	if (!s)
 		return CN_ERR_NOMEM;
 	memcpy(s->drives, drives, ndrives * sizeof *drives);
 	s->n = ndrives;
-	s->k = k;
-	s->m = m;
-	{
+	s->m = (int)parity;
+	s->k = (int)(ndrives - parity);
+	s->m_rrs = (int)parity_rrs;
+	cn_err e = CN_OK;
+	if (ndrives > 1) {
+		e = cn_codec_new((unsigned)s->k, parity, &s->codec);
+		if (!e && parity_rrs != parity)
+			e = cn_codec_new((unsigned)(ndrives - parity_rrs), parity_rrs, &s->codec_rrs);
+	} else {
 		/* CAIRN_RECORD_CACHE_MB (default 64; 0 disables): records up to 160 KiB */
 		const char *mb = getenv("CAIRN_RECORD_CACHE_MB");
 		size_t budget = (mb ? (size_t)strtoul(mb, NULL, 10) : 64) << 20;
 		if (cn_rcache_new(budget, 160 * 1024, &s->rc) != CN_OK)
 			s->rc = NULL;
+	}
+	if (e) {
+		cn_codec_free(s->codec);
+		free(s);
+		return e;
 	}
 	*out = s;
 	return CN_OK;
@@ -100,20 +196,54 @@ void cn_ec_set_free(cn_ec_set *s)
 	for (size_t i = 0; i < s->n; i++)
 		cn_drive_close(s->drives[i]);
 	cn_rcache_free(s->rc);
+	cn_codec_free(s->codec);
+	cn_codec_free(s->codec_rrs);
 	free(s);
 }
 
 size_t cn_ec_set_ndrives(const cn_ec_set *s) { return s->n; }
+
+void cn_ec_set_refuse(cn_ec_set *s, size_t i)
+{
+	CN_ASSERT(i < s->n);
+	cn_drive_close(s->drives[i]);
+	s->drives[i] = NULL;
+}
+
+const char *cn_ec_set_endpoint(const cn_ec_set *s, size_t i)
+{
+	return i < s->n && s->drives[i] ? s->drives[i]->endpoint : NULL;
+}
+
+uint64_t cn_ec_set_free_bytes(cn_ec_set *s)
+{
+	uint64_t best = UINT64_MAX;
+	for (size_t i = 0; i < s->n; i++) {
+		cn_drive_info di;
+		if (D(s, i) && D(s, i)->ops->info(D(s, i), &di) == CN_OK && di.online && di.free < best)
+			best = di.free;
+	}
+	return best == UINT64_MAX ? 0 : best * (uint64_t)s->k;
+}
 
 bool cn_ec_set_online(cn_ec_set *s)
 {
 	size_t ok = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		cn_drive_info di;
-		if (s->drives[i]->ops->info(s->drives[i], &di) == CN_OK && di.online)
+		if (D(s, i) && D(s, i)->ops->info(D(s, i), &di) == CN_OK && di.online)
 			ok++;
 	}
-	return ok >= write_quorum(s);
+	return ok >= read_quorum(s);
+}
+
+/* The first online slot at or after i (for one-drive questions), or n. */
+static size_t first_drive(const cn_ec_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (D(s, i))
+			return i;
+	return s->n;
 }
 
 /* --- system files and volumes ------------------------------------------------------ */
@@ -121,20 +251,24 @@ bool cn_ec_set_online(cn_ec_set *s)
 cn_err cn_ec_read_sys(cn_ec_set *s, size_t drive, const char *name, size_t max, cn_buf *out)
 {
 	CN_ASSERT(drive < s->n);
-	return s->drives[drive]->ops->read_sys(s->drives[drive], name, max, out);
+	if (!D(s, drive))
+		return CN_ERR_OFFLINE;
+	return D(s, drive)->ops->read_sys(D(s, drive), name, max, out);
 }
 
 cn_err cn_ec_write_sys(cn_ec_set *s, size_t drive, const char *name, const void *p, size_t len)
 {
 	CN_ASSERT(drive < s->n);
-	return s->drives[drive]->ops->write_sys(s->drives[drive], name, p, len);
+	if (!D(s, drive))
+		return CN_ERR_OFFLINE;
+	return D(s, drive)->ops->write_sys(D(s, drive), name, p, len);
 }
 
 cn_err cn_ec_write_sys_all(cn_ec_set *s, const char *name, const void *p, size_t len)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++)
-		errs[i] = s->drives[i]->ops->write_sys(s->drives[i], name, p, len);
+		errs[i] = D(s, i) ? D(s, i)->ops->write_sys(D(s, i), name, p, len) : CN_ERR_OFFLINE;
 	return reduce_quorum(errs, s->n, write_quorum(s));
 }
 
@@ -142,7 +276,7 @@ cn_err cn_ec_remove_sys_all(cn_ec_set *s, const char *name)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++) {
-		errs[i] = s->drives[i]->ops->remove_sys(s->drives[i], name);
+		errs[i] = D(s, i) ? D(s, i)->ops->remove_sys(D(s, i), name) : CN_ERR_OFFLINE;
 		if (errs[i] == CN_ERR_NOT_FOUND)
 			errs[i] = CN_OK;
 	}
@@ -153,43 +287,60 @@ cn_err cn_ec_make_vol(cn_ec_set *s, const char *vol)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++)
-		errs[i] = s->drives[i]->ops->make_vol(s->drives[i], vol);
+		errs[i] = D(s, i) ? D(s, i)->ops->make_vol(D(s, i), vol) : CN_ERR_OFFLINE;
 	return reduce_quorum(errs, s->n, write_quorum(s));
 }
 
 cn_err cn_ec_stat_vol(cn_ec_set *s, const char *vol, int64_t *mtime_ms)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
-	for (size_t i = 0; i < s->n; i++)
-		errs[i] = s->drives[i]->ops->stat_vol(s->drives[i], vol, i == 0 ? mtime_ms : NULL);
-	return reduce_quorum(errs, s->n, (size_t)s->k);
+	bool got = false;
+	for (size_t i = 0; i < s->n; i++) {
+		errs[i] = D(s, i) ? D(s, i)->ops->stat_vol(D(s, i), vol, got ? NULL : mtime_ms)
+		                  : CN_ERR_OFFLINE;
+		got |= errs[i] == CN_OK;
+	}
+	return reduce_quorum(errs, s->n, read_quorum(s));
 }
 
 cn_err cn_ec_delete_vol(cn_ec_set *s, const char *vol)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
-	for (size_t i = 0; i < s->n; i++)
-		errs[i] = s->drives[i]->ops->delete_vol(s->drives[i], vol);
+	/* one drive at a time: the first that finds an object stops the deletion, and the
+	 * drives that already removed the folder get it back */
+	for (size_t i = 0; i < s->n; i++) {
+		errs[i] = D(s, i) ? D(s, i)->ops->delete_vol(D(s, i), vol) : CN_ERR_OFFLINE;
+		if (errs[i] == CN_ERR_BUCKET_NOT_EMPTY) {
+			for (size_t j = 0; j < i; j++)
+				if (errs[j] == CN_OK)
+					D(s, j)->ops->make_vol(D(s, j), vol);
+			return CN_ERR_BUCKET_NOT_EMPTY;
+		}
+	}
 	cn_rcache_clear(s->rc);
 	return reduce_quorum(errs, s->n, write_quorum(s));
 }
 
 cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n)
 {
-	return s->drives[0]->ops->list_vols(s->drives[0], out, n);
+	size_t i = first_drive(s);
+	if (i == s->n)
+		return CN_ERR_QUORUM;
+	return D(s, i)->ops->list_vols(D(s, i), out, n);
 }
 
 cn_err cn_ec_sync(cn_ec_set *s)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++)
-		errs[i] = cn_drive_sync(s->drives[i]);
+		errs[i] = D(s, i) ? cn_drive_sync(D(s, i)) : CN_ERR_OFFLINE;
 	return reduce_quorum(errs, s->n, write_quorum(s));
 }
 
 /* --- writing ----------------------------------------------------------------------- */
 
-cn_err cn_ec_writer_new(cn_ec_set *s, cn_ec_writer **out)
+cn_err cn_ec_writer_new(cn_ec_set *s, const char *vol, const char *key, const char *storage_class,
+                        cn_ec_writer **out)
 {
 	cn_ec_writer *w = calloc(1, sizeof *w);
 	if (!w)
@@ -199,11 +350,27 @@ cn_err cn_ec_writer_new(cn_ec_set *s, cn_ec_writer **out)
 	cn_drive_random_id(w->tmp_id);
 	cn_drive_random_id(id);
 	snprintf(w->data_id, sizeof w->data_id, "%%d.%s", id);
+	if (coded(s)) {
+		w->m = parity_for(s, storage_class);
+		w->k = (unsigned)s->n - w->m;
+		w->c = codec_for(s, w->k, w->m);
+		cn_codec_dist(vol, key, strlen(key), (unsigned)s->n, w->dist);
+		size_t sl = cn_codec_shard_len(w->c, CN_EC_BLOCK_SIZE);
+		w->block = malloc(CN_EC_BLOCK_SIZE);
+		w->shards = malloc(s->n * sl);
+		if (!w->c || !w->block || !w->shards) {
+			cn_ec_writer_abort(w);
+			return w->c ? CN_ERR_NOMEM : CN_ERR_INVALID;
+		}
+	}
 	cn_err errs[CN_EC_MAX_DRIVES];
-	for (size_t i = 0; i < s->n; i++)
-		errs[i] = s->drives[i]->ops->create_file(s->drives[i], w->tmp_id, w->data_id,
-		                                         PART_NAME, &w->f[i]);
-	cn_err e = reduce_quorum(errs, s->n, write_quorum(s));
+	for (size_t i = 0; i < s->n; i++) {
+		errs[i] = D(s, i) ? D(s, i)->ops->create_file(D(s, i), w->tmp_id, w->data_id, PART_NAME, &w->f[i])
+		                  : CN_ERR_OFFLINE;
+		w->ok[i] = errs[i] == CN_OK;
+	}
+	size_t q = coded(s) ? (size_t)w->k + (w->k == w->m) : write_quorum(s);
+	cn_err e = reduce_quorum(errs, s->n, q);
 	if (e) {
 		cn_ec_writer_abort(w);
 		return e;
@@ -212,28 +379,137 @@ cn_err cn_ec_writer_new(cn_ec_set *s, cn_ec_writer **out)
 	return CN_OK;
 }
 
+static size_t writer_quorum(const cn_ec_writer *w)
+{
+	return coded(w->s) ? (size_t)w->k + (w->k == w->m) : write_quorum(w->s);
+}
+
+/* A slot failed while writing: drop it; the write goes on while quorum slots remain. */
+static void writer_drop(cn_ec_writer *w, size_t i, cn_err e)
+{
+	cn_log(CN_LOG_WARN, NULL, "erasure: drive %s: writing shard: %s; continuing without it",
+	       D(w->s, i)->endpoint, cn_err_str(e));
+	D(w->s, i)->ops->file_close(w->f[i], false);
+	w->f[i] = NULL;
+	w->ok[i] = false;
+}
+
+static cn_err writer_check(cn_ec_writer *w, cn_err last)
+{
+	size_t ok = 0;
+	for (size_t i = 0; i < w->s->n; i++)
+		ok += w->ok[i];
+	return ok >= writer_quorum(w) ? CN_OK : (last ? last : CN_ERR_QUORUM);
+}
+
+/* Encodes and writes the pending block (coded sets). */
+static cn_err flush_block(cn_ec_writer *w)
+{
+	cn_ec_set *s = w->s;
+	size_t n = s->n, sl = cn_codec_shard_len(w->c, w->blen);
+	unsigned char *ptr[CN_EC_MAX_DRIVES];
+	unsigned char hashes[CN_EC_MAX_DRIVES][HASH_LEN];
+	for (size_t j = 0; j < n; j++)
+		ptr[j] = w->shards + j * sl;
+	cn_err e = cn_codec_encode(w->c, w->block, w->blen, ptr, hashes);
+	if (e)
+		return e;
+	cn_err last = CN_OK;
+	for (size_t d = 0; d < n; d++) {
+		if (!w->ok[d])
+			continue;
+		unsigned j = w->dist[d];
+		cn_err we = D(s, d)->ops->file_write(w->f[d], hashes[j], HASH_LEN);
+		if (!we)
+			we = D(s, d)->ops->file_write(w->f[d], ptr[j], sl);
+		if (we) {
+			last = we;
+			writer_drop(w, d, we);
+		}
+	}
+	w->blen = 0;
+	return writer_check(w, last);
+}
+
 cn_err cn_ec_writer_write(cn_ec_writer *w, const void *p, size_t len)
 {
-	cn_err errs[CN_EC_MAX_DRIVES];
-	for (size_t i = 0; i < w->s->n; i++)
-		errs[i] = w->f[i] ? w->s->drives[i]->ops->file_write(w->f[i], p, len) : CN_ERR_OFFLINE;
-	w->written += (int64_t)len;
-	return reduce_quorum(errs, w->s->n, write_quorum(w->s));
+	cn_ec_set *s = w->s;
+	if (!coded(s)) {
+		cn_err errs[CN_EC_MAX_DRIVES];
+		for (size_t i = 0; i < s->n; i++)
+			errs[i] = w->f[i] ? D(s, i)->ops->file_write(w->f[i], p, len) : CN_ERR_OFFLINE;
+		w->written += (int64_t)len;
+		return reduce_quorum(errs, s->n, write_quorum(s));
+	}
+	const unsigned char *c = p;
+	while (len > 0) {
+		size_t n = CN_EC_BLOCK_SIZE - w->blen;
+		if (n > len)
+			n = len;
+		memcpy(w->block + w->blen, c, n);
+		w->blen += n;
+		w->written += (int64_t)n;
+		c += n;
+		len -= n;
+		if (w->blen == CN_EC_BLOCK_SIZE) {
+			cn_err e = flush_block(w);
+			if (e)
+				return e;
+		}
+	}
+	return CN_OK;
+}
+
+/* Erasure fields of slot d's record. */
+static void fill_erasure_kd(cn_ec_meta *m, unsigned k, unsigned mm, const uint8_t *dist, size_t n,
+                            size_t d)
+{
+	m->k = (uint8_t)k;
+	m->m = (uint8_t)mm;
+	m->block_size = CN_EC_BLOCK_SIZE;
+	m->index = (uint8_t)d;
+	m->ndist = (uint8_t)n;
+	for (size_t i = 0; i < n; i++)
+		m->dist[i] = dist ? dist[i] : (uint8_t)i;
 }
 
 static void fill_erasure(cn_ec_set *s, cn_ec_meta *m, size_t drive)
 {
-	m->k = (uint8_t)s->k;
-	m->m = (uint8_t)s->m;
-	m->block_size = CN_EC_BLOCK_SIZE;
-	m->index = (uint8_t)drive;
-	m->ndist = (uint8_t)(s->k + s->m);
-	for (size_t i = 0; i < m->ndist; i++)
-		m->dist[i] = (uint8_t)i;
+	/* records without data of their own (uploads, markers): the set's STANDARD shape */
+	fill_erasure_kd(m, (unsigned)s->k, (unsigned)s->m, NULL, s->n, drive);
+}
+
+/* Closes the writer's files (flushing the tail block): E1's first half. */
+static cn_err writer_finish(cn_ec_writer *w)
+{
+	cn_ec_set *s = w->s;
+	cn_err e = CN_OK;
+	if (coded(s) && w->blen > 0 && (e = flush_block(w)))
+		return e;
+	cn_err errs[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++) {
+		errs[i] = w->f[i] ? D(s, i)->ops->file_close(w->f[i], true) : CN_ERR_OFFLINE;
+		w->f[i] = NULL;
+		if (errs[i])
+			w->ok[i] = false;
+	}
+	return reduce_quorum(errs, s->n, writer_quorum(w));
+}
+
+/* Writes slot d's record for m (data_id NULL: record only) and renames it in. */
+static cn_err commit_slot(cn_ec_set *s, size_t d, const char *tmp_id, const char *data_id,
+                          const char *vol, const char *key, cn_ec_meta *m, cn_buf *rec)
+{
+	rec->len = 0;
+	cn_err e = cn_ec_meta_encode(m, rec);
+	if (!e)
+		e = D(s, d)->ops->rename_data(D(s, d), tmp_id, data_id, vol, key, rec->p, rec->len);
+	return e;
 }
 
 static cn_err commit(cn_ec_set *s, const char *tmp_id, const char *data_id, const char *vol,
-                     const char *key, cn_ec_meta *m)
+                     const char *key, cn_ec_meta *m, unsigned k, unsigned mm, const uint8_t *dist,
+                     const bool *ok)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	cn_ec_part one = { 1, m->size, "" };
@@ -246,12 +522,14 @@ static cn_err commit(cn_ec_set *s, const char *tmp_id, const char *data_id, cons
 	cn_buf rec;
 	cn_buf_init(&rec);
 	for (size_t i = 0; i < s->n; i++) {
-		rec.len = 0;
-		fill_erasure(s, m, i);
-		errs[i] = cn_ec_meta_encode(m, &rec);
-		if (!errs[i])
-			errs[i] = s->drives[i]->ops->rename_data(s->drives[i], tmp_id, data_id, vol, key,
-			                                         rec.p, rec.len);
+		if (!D(s, i) || (ok && !ok[i])) {
+			errs[i] = CN_ERR_OFFLINE;
+			if (D(s, i))
+				D(s, i)->ops->abort_tmp(D(s, i), tmp_id);
+			continue;
+		}
+		fill_erasure_kd(m, k, mm, dist, s->n, i);
+		errs[i] = commit_slot(s, i, tmp_id, data_id, vol, key, m, &rec);
 	}
 	cn_rcache_invalidate(s->rc, vol, key); /* R1: after the renames */
 	if (added_part) {
@@ -259,24 +537,21 @@ static cn_err commit(cn_ec_set *s, const char *tmp_id, const char *data_id, cons
 		m->nparts = 0;
 	}
 	cn_buf_fini(&rec);
-	return reduce_quorum(errs, s->n, write_quorum(s));
+	return reduce_quorum(errs, s->n, (size_t)k + (k == mm));
 }
 
 cn_err cn_ec_writer_commit(cn_ec_writer *w, const char *vol, const char *key, cn_ec_meta *m)
 {
-	cn_err errs[CN_EC_MAX_DRIVES];
-	for (size_t i = 0; i < w->s->n; i++) {
-		errs[i] = w->f[i] ? w->s->drives[i]->ops->file_close(w->f[i], true) : CN_ERR_OFFLINE;
-		w->f[i] = NULL;
-	}
-	cn_err e = reduce_quorum(errs, w->s->n, write_quorum(w->s));
+	cn_err e = writer_finish(w);
 	if (e)
 		return e;
 	if (m->size != w->written)
 		return CN_ERR_INVALID;
 	m->has_inline = false;
 	snprintf(m->data_id, sizeof m->data_id, "%s", w->data_id);
-	return commit(w->s, w->tmp_id, w->data_id, vol, key, m);
+	if (!coded(w->s))
+		return commit(w->s, w->tmp_id, w->data_id, vol, key, m, 1, 0, NULL, NULL);
+	return commit(w->s, w->tmp_id, w->data_id, vol, key, m, w->k, w->m, w->dist, w->ok);
 }
 
 void cn_ec_writer_abort(cn_ec_writer *w)
@@ -285,10 +560,48 @@ void cn_ec_writer_abort(cn_ec_writer *w)
 		return;
 	for (size_t i = 0; i < w->s->n; i++) {
 		if (w->f[i])
-			w->s->drives[i]->ops->file_close(w->f[i], false);
-		w->s->drives[i]->ops->abort_tmp(w->s->drives[i], w->tmp_id);
+			D(w->s, i)->ops->file_close(w->f[i], false);
+		if (D(w->s, i))
+			D(w->s, i)->ops->abort_tmp(D(w->s, i), w->tmp_id);
 	}
+	free(w->block);
+	free(w->shards);
 	free(w);
+}
+
+/* The coded shard stream of data[0..len) for every slot: streams[d] (malloc'd) gets
+ * [hash][shard] per block of shard dist[d]. */
+static cn_err encode_streams(cn_codec *c, const unsigned char *data, size_t len, const uint8_t *dist,
+                             size_t n, unsigned char **streams, size_t *slen)
+{
+	size_t full = len / CN_EC_BLOCK_SIZE, tail = len % CN_EC_BLOCK_SIZE;
+	size_t fsl = cn_codec_shard_len(c, CN_EC_BLOCK_SIZE), tsl = cn_codec_shard_len(c, tail);
+	size_t total = full * (HASH_LEN + fsl) + (tail ? HASH_LEN + tsl : 0);
+	unsigned char *scratch = malloc(n * (full ? fsl : tsl ? tsl : 1));
+	cn_err e = scratch ? CN_OK : CN_ERR_NOMEM;
+	for (size_t d = 0; d < n && !e; d++) {
+		streams[d] = malloc(total ? total : 1);
+		slen[d] = 0;
+		if (!streams[d])
+			e = CN_ERR_NOMEM;
+	}
+	for (size_t b = 0; !e && b * CN_EC_BLOCK_SIZE < len; b++) {
+		size_t bl = len - b * CN_EC_BLOCK_SIZE < CN_EC_BLOCK_SIZE ? len - b * CN_EC_BLOCK_SIZE
+		                                                          : CN_EC_BLOCK_SIZE;
+		size_t sl = cn_codec_shard_len(c, bl);
+		unsigned char *ptr[CN_EC_MAX_DRIVES], hashes[CN_EC_MAX_DRIVES][HASH_LEN];
+		for (size_t j = 0; j < n; j++)
+			ptr[j] = scratch + j * sl;
+		if ((e = cn_codec_encode(c, data + b * CN_EC_BLOCK_SIZE, bl, ptr, hashes)))
+			break;
+		for (size_t d = 0; d < n; d++) {
+			memcpy(streams[d] + slen[d], hashes[dist[d]], HASH_LEN);
+			memcpy(streams[d] + slen[d] + HASH_LEN, ptr[dist[d]], sl);
+			slen[d] += HASH_LEN + sl;
+		}
+	}
+	free(scratch);
+	return e;
 }
 
 cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m)
@@ -298,48 +611,217 @@ cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec
 		return CN_ERR_INVALID;
 	m->data_id[0] = 0;
 	cn_drive_random_id(tmp_id);
-	return commit(s, tmp_id, NULL, vol, key, m);
+	if (!coded(s))
+		return commit(s, tmp_id, NULL, vol, key, m, 1, 0, NULL, NULL);
+	unsigned mm = parity_for(s, m->storage_class), k = (unsigned)s->n - mm;
+	cn_codec *c = codec_for(s, k, mm);
+	if (!c)
+		return CN_ERR_INVALID;
+	uint8_t dist[CN_EC_MAX_DRIVES];
+	cn_codec_dist(vol, key, strlen(key), (unsigned)s->n, dist);
+	unsigned char *streams[CN_EC_MAX_DRIVES] = { 0 };
+	size_t slen[CN_EC_MAX_DRIVES];
+	cn_err e = encode_streams(c, m->inline_data, m->inline_len, dist, s->n, streams, slen);
+	cn_err errs[CN_EC_MAX_DRIVES];
+	unsigned char *whole = m->inline_data;
+	size_t whole_len = m->inline_len;
+	cn_ec_part one = { 1, m->size, "" };
+	bool added_part = m->nparts == 0;
+	if (added_part) {
+		m->parts = &one;
+		m->nparts = 1;
+	}
+	cn_buf rec;
+	cn_buf_init(&rec);
+	for (size_t d = 0; d < s->n; d++) {
+		if (e || !D(s, d)) {
+			errs[d] = e ? e : CN_ERR_OFFLINE;
+			continue;
+		}
+		fill_erasure_kd(m, k, mm, dist, s->n, d);
+		m->inline_data = streams[d];
+		m->inline_len = slen[d];
+		errs[d] = commit_slot(s, d, tmp_id, NULL, vol, key, m, &rec);
+	}
+	m->inline_data = whole;
+	m->inline_len = whole_len;
+	if (added_part) {
+		m->parts = NULL;
+		m->nparts = 0;
+	}
+	cn_buf_fini(&rec);
+	for (size_t d = 0; d < s->n; d++)
+		free(streams[d]);
+	return e ? e : reduce_quorum(errs, s->n, (size_t)k + (k == mm));
 }
 
 /* --- records ----------------------------------------------------------------------- */
 
-static cn_err read_meta_drive(cn_ec_set *s, size_t i, const char *vol, const char *key,
-                              bool skip_inline, cn_ec_meta *m)
+/* What makes two drives' records the same version (E2). */
+static uint64_t rec_identity(const cn_ec_meta *m)
+{
+	uint64_t h = 1469598103934665603ull;
+#define MIX(p, n)                                                                   \
+	do {                                                                            \
+		const unsigned char *_p = (const unsigned char *)(p);                       \
+		for (size_t _i = 0; _i < (n); _i++)                                         \
+			h = (h ^ _p[_i]) * 1099511628211ull;                                    \
+	} while (0)
+	MIX(&m->mtime_ms, sizeof m->mtime_ms);
+	MIX(&m->size, sizeof m->size);
+	MIX(m->etag, strlen(m->etag));
+	MIX(m->data_id, strlen(m->data_id));
+	MIX(m->version_id, strlen(m->version_id));
+	MIX(&m->delete_marker, 1);
+	for (size_t i = 0; i < m->nmeta; i++) {
+		MIX(m->meta[i].name, strlen(m->meta[i].name) + 1);
+		MIX(m->meta[i].value, strlen(m->meta[i].value) + 1);
+	}
+#undef MIX
+	return h;
+}
+
+typedef enum rec_kind { REC_CURRENT, REC_VERSION, REC_UPLOAD } rec_kind;
+
+static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, const char *key,
+                       const char *name, bool skip_inline, cn_ec_meta *m)
 {
 	cn_buf rec;
 	cn_buf_init(&rec);
 	uint64_t gen = 0;
-	bool cached = s->n == 1 && cn_rcache_get(s->rc, vol, key, &rec, &gen);
-	cn_err e = cached ? CN_OK
-	                  : s->drives[i]->ops->read_meta(s->drives[i], vol, key, CN_EC_RECORD_MAX, &rec);
+	bool cached = kind == REC_CURRENT && !coded(s) && cn_rcache_get(s->rc, vol, key, &rec, &gen);
+	cn_drive *dr = D(s, d);
+	cn_err e;
+	if (cached)
+		e = CN_OK;
+	else if (!dr)
+		e = CN_ERR_OFFLINE;
+	else if (kind == REC_CURRENT)
+		e = dr->ops->read_meta(dr, vol, key, CN_EC_RECORD_MAX, &rec);
+	else if (kind == REC_VERSION)
+		e = dr->ops->version_read(dr, vol, key, name, CN_EC_RECORD_MAX, &rec);
+	else
+		e = dr->ops->upload_read(dr, vol, key, name, CN_EC_RECORD_MAX, &rec);
 	if (e == CN_ERR_TOO_LARGE)
 		e = CN_ERR_CORRUPT;
 	if (!e) {
 		e = cn_ec_meta_decode(rec.p, rec.len, skip_inline, m);
-		if (!e && !cached && s->n == 1)
+		if (!e && !cached && kind == REC_CURRENT && !coded(s))
 			cn_rcache_put(s->rc, vol, key, rec.p, rec.len, gen); /* R2 */
+		if (!e && coded(s) && (m->ndist != s->n || m->index != d)) {
+			cn_ec_meta_fini(m);
+			e = CN_ERR_CORRUPT; /* a record of another slot or layout */
+		}
 		if (e == CN_ERR_CORRUPT)
-			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt record of %s/%s",
-			       s->drives[i]->endpoint, vol, key);
+			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt record of %s/%s%s%s",
+			       dr ? dr->endpoint : "?", vol, key, name ? " " : "", name ? name : "");
 	}
-	if (e == CN_ERR_NO_KEY && s->drives[i]->ops->stat_vol(s->drives[i], vol, NULL) == CN_ERR_NO_BUCKET)
+	if (e == CN_ERR_NO_KEY && kind == REC_CURRENT && dr &&
+	    dr->ops->stat_vol(dr, vol, NULL) == CN_ERR_NO_BUCKET)
 		e = CN_ERR_NO_BUCKET;
 	cn_buf_fini(&rec);
+	return e;
+}
+
+/* Reads the record from every drive and picks the version most drives agree on (E2).
+ * ms[] (n entries, initialized) get each drive's record; agree[d] says drive d holds the
+ * chosen one; *pick is one such drive. */
+static cn_err read_quorum_recs(cn_ec_set *s, rec_kind kind, const char *vol, const char *key,
+                               const char *name, bool skip_inline, cn_ec_meta *ms, bool *agree,
+                               size_t *pick)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	uint64_t ids[CN_EC_MAX_DRIVES];
+	size_t n = s->n;
+	for (size_t d = 0; d < n; d++) {
+		agree[d] = false;
+		errs[d] = read_one(s, d, kind, vol, key, name, skip_inline, &ms[d]);
+		if (!errs[d])
+			ids[d] = rec_identity(&ms[d]);
+	}
+	size_t best = n, best_n = 0;
+	for (size_t d = 0; d < n; d++) {
+		if (errs[d])
+			continue;
+		size_t c = 0;
+		for (size_t j = 0; j < n; j++)
+			c += !errs[j] && ids[j] == ids[d];
+		if (c > best_n || (c == best_n && best < n && ms[d].mtime_ms > ms[best].mtime_ms)) {
+			best = d;
+			best_n = c;
+		}
+	}
+	/* plain sets and uploads' records written at create (k=1 there): quorum = K of the
+	 * record's own shape, at least the set's read quorum */
+	size_t q = read_quorum(s);
+	if (best < n && coded(s) && ms[best].k >= 1)
+		q = ms[best].k;
+	if (best < n && best_n >= q) {
+		for (size_t d = 0; d < n; d++)
+			agree[d] = !errs[d] && ids[d] == ids[best];
+		*pick = best;
+		return CN_OK;
+	}
+	/* no version has quorum: what do the others say? */
+	size_t nokey = 0, nobucket = 0, answered = 0;
+	for (size_t d = 0; d < n; d++) {
+		if (errs[d] == CN_ERR_OFFLINE)
+			continue;
+		answered++;
+		nokey += errs[d] == CN_ERR_NO_KEY || errs[d] == CN_ERR_NOT_FOUND;
+		nobucket += errs[d] == CN_ERR_NO_BUCKET;
+	}
+	cn_err missing = kind == REC_CURRENT || kind == REC_VERSION ? CN_ERR_NO_KEY : CN_ERR_NOT_FOUND;
+	if (nobucket && nobucket >= read_quorum(s))
+		return CN_ERR_NO_BUCKET;
+	if (nokey + nobucket >= read_quorum(s) || (answered && nokey + nobucket == answered))
+		return missing;
+	if (!coded(s) && answered)
+		return errs[0];
+	return CN_ERR_QUORUM;
+}
+
+/* The single-record read used by everything but the data path: the chosen record moved
+ * into m. */
+static cn_err read_rec(cn_ec_set *s, rec_kind kind, const char *vol, const char *key,
+                       const char *name, bool skip_inline, cn_ec_meta *m)
+{
+	if (!coded(s))
+		return read_one(s, 0, kind, vol, key, name, skip_inline, m);
+	cn_ec_meta ms[CN_EC_MAX_DRIVES];
+	bool agree[CN_EC_MAX_DRIVES];
+	size_t pick = 0;
+	for (size_t d = 0; d < s->n; d++)
+		cn_ec_meta_init(&ms[d]);
+	cn_err e = read_quorum_recs(s, kind, vol, key, name, skip_inline, ms, agree, &pick);
+	if (!e) {
+		cn_ec_meta_fini(m);
+		*m = ms[pick];
+		cn_ec_meta_init(&ms[pick]);
+	}
+	for (size_t d = 0; d < s->n; d++)
+		cn_ec_meta_fini(&ms[d]);
 	return e;
 }
 
 cn_err cn_ec_read_meta(cn_ec_set *s, const char *vol, const char *key, bool skip_inline,
                        cn_ec_meta *m)
 {
-	return read_meta_drive(s, 0, vol, key, skip_inline, m);
+	return read_rec(s, REC_CURRENT, vol, key, NULL, skip_inline, m);
 }
 
 cn_err cn_ec_delete_meta(cn_ec_set *s, const char *vol, const char *key)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++)
-		errs[i] = s->drives[i]->ops->delete_meta(s->drives[i], vol, key);
+		errs[i] = D(s, i) ? D(s, i)->ops->delete_meta(D(s, i), vol, key) : CN_ERR_OFFLINE;
 	cn_rcache_invalidate(s->rc, vol, key); /* R1 */
+	size_t ok = 0;
+	for (size_t i = 0; i < s->n; i++) /* a drive that never had it agrees */
+		ok += errs[i] == CN_OK;
+	for (size_t i = 0; i < s->n && ok; i++)
+		if (errs[i] == CN_ERR_NO_KEY)
+			errs[i] = CN_OK;
 	return reduce_quorum(errs, s->n, s->n / 2 + 1);
 }
 
@@ -347,12 +829,13 @@ cn_err cn_ec_delete_data(cn_ec_set *s, const char *vol, const char *key, const c
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++)
-		errs[i] = s->drives[i]->ops->delete_data(s->drives[i], vol, key,
-		                                         data_id && data_id[0] ? data_id : NULL);
+		errs[i] = D(s, i) ? D(s, i)->ops->delete_data(D(s, i), vol, key,
+		                                              data_id && data_id[0] ? data_id : NULL)
+		                  : CN_ERR_OFFLINE;
 	return reduce_quorum(errs, s->n, s->n / 2 + 1);
 }
 
-/* --- reading ----------------------------------------------------------------------- */
+/* --- reading: plain ---------------------------------------------------------------- */
 
 /* Opens part file idx (0-based) of the reader's version as r->f, checking its size. */
 static cn_err open_part(cn_ec_reader *r, size_t idx)
@@ -361,19 +844,19 @@ static cn_err open_part(cn_ec_reader *r, size_t idx)
 	char name[32];
 	snprintf(name, sizeof name, "part.%zu", idx + 1);
 	if (r->f) {
-		s->drives[0]->ops->rfile_close(r->f);
+		D(s, 0)->ops->rfile_close(r->f);
 		r->f = NULL;
 	}
-	cn_err e = s->drives[0]->ops->open_data(s->drives[0], r->vol, r->key, r->data_id, name, &r->f);
+	cn_err e = D(s, 0)->ops->open_data(D(s, 0), r->vol, r->key, r->data_id, name, &r->f);
 	if (e)
 		return e;
 	r->cur = idx;
 	int64_t want = r->ends[idx] - (idx ? r->ends[idx - 1] : 0);
-	if (s->drives[0]->ops->rfile_size(r->f) != want) {
+	if (D(s, 0)->ops->rfile_size(r->f) != want) {
 		cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: %s/%s: %s size %lld != %lld",
-		       s->drives[0]->endpoint, r->vol, r->key, name,
-		       (long long)s->drives[0]->ops->rfile_size(r->f), (long long)want);
-		s->drives[0]->ops->rfile_close(r->f);
+		       D(s, 0)->endpoint, r->vol, r->key, name,
+		       (long long)D(s, 0)->ops->rfile_size(r->f), (long long)want);
+		D(s, 0)->ops->rfile_close(r->f);
 		r->f = NULL;
 		return CN_ERR_CORRUPT;
 	}
@@ -394,6 +877,243 @@ static size_t part_of(const cn_ec_reader *r, int64_t off)
 	return lo;
 }
 
+/* Part layout of the version m into r (ends[], nparts, data_id). */
+static cn_err reader_parts(cn_ec_reader *r, const cn_ec_meta *m)
+{
+	size_t np = m->nparts ? m->nparts : 1;
+	free(r->ends);
+	if (!(r->ends = malloc(np * sizeof *r->ends)))
+		return CN_ERR_NOMEM;
+	int64_t end = 0;
+	for (size_t i = 0; i < np; i++) {
+		end += m->nparts ? m->parts[i].size : m->size;
+		r->ends[i] = end;
+	}
+	if (end != m->size) {
+		cn_log(CN_LOG_ERROR, NULL, "erasure: %s/%s: parts add up to %lld, not %lld", r->vol, r->key,
+		       (long long)end, (long long)m->size);
+		return CN_ERR_CORRUPT;
+	}
+	r->nparts = np;
+	snprintf(r->data_id, sizeof r->data_id, "%s", m->data_id);
+	return CN_OK;
+}
+
+static cn_err open_plain(cn_ec_reader *r, const char *vid, cn_ec_meta *m)
+{
+	cn_ec_set *s = r->s;
+	cn_err e = CN_OK;
+	for (int tries = 0; tries < OPEN_RETRIES; tries++) {
+		cn_ec_meta_fini(m);
+		if ((e = vid ? read_one(s, 0, REC_VERSION, r->vol, r->key, vid, false, m)
+		             : read_one(s, 0, REC_CURRENT, r->vol, r->key, NULL, false, m)))
+			break;
+		r->size = m->size;
+		if (m->has_inline) {
+			r->inline_data = m->inline_data;
+			m->inline_data = NULL;
+			break;
+		}
+		if ((e = reader_parts(r, m)))
+			break;
+		e = open_part(r, 0);
+		if (e == CN_ERR_NO_KEY)
+			continue; /* replaced between the record and the data: read the new record */
+		break;
+	}
+	return e;
+}
+
+/* --- reading: coded ---------------------------------------------------------------- */
+
+static void close_coded_files(cn_ec_reader *r)
+{
+	for (size_t d = 0; d < r->s->n; d++) {
+		if (r->cf[d])
+			D(r->s, d)->ops->rfile_close(r->cf[d]);
+		r->cf[d] = NULL;
+		r->cf_bad[d] = false;
+	}
+	r->cf_open = false;
+}
+
+/* Opens (lazily) slot d's file of part p; false when it cannot be read. */
+static bool coded_file(cn_ec_reader *r, size_t p, size_t d)
+{
+	if (!r->cf_open || r->cpart != p) {
+		close_coded_files(r);
+		r->cpart = p;
+		r->cf_open = true;
+	}
+	if (r->cf[d])
+		return true;
+	if (r->cf_bad[d] || !r->good[d] || !D(r->s, d))
+		return false;
+	char name[32];
+	snprintf(name, sizeof name, "part.%zu", p + 1);
+	cn_err e = D(r->s, d)->ops->open_data(D(r->s, d), r->vol, r->key, r->data_id, name, &r->cf[d]);
+	if (e) {
+		r->cf_bad[d] = true;
+		r->degraded = true;
+		cn_log(CN_LOG_WARN, NULL, "erasure: drive %s: %s/%s %s: %s", D(r->s, d)->endpoint, r->vol,
+		       r->key, name, cn_err_str(e));
+		return false;
+	}
+	return true;
+}
+
+/* Reads slot d's [hash][shard] of block b of part p into out (HASH_LEN + sl bytes) and
+ * checks the hash (E3). */
+static bool read_shard(cn_ec_reader *r, size_t p, size_t b, size_t d, size_t sl, unsigned char *out)
+{
+	size_t fsl = cn_codec_shard_len(r->c, r->block_size);
+	int64_t off = (int64_t)b * (int64_t)(HASH_LEN + fsl);
+	size_t want = HASH_LEN + sl, got = 0;
+	if (r->inl[d]) {
+		if (off + (int64_t)want > (int64_t)r->inl_len[d])
+			return false;
+		memcpy(out, r->inl[d] + off, want);
+	} else {
+		if (!coded_file(r, p, d))
+			return false;
+		cn_err e = D(r->s, d)->ops->rfile_read(r->cf[d], off, out, want, &got);
+		if (e || got != want) {
+			cn_log(CN_LOG_WARN, NULL, "erasure: drive %s: %s/%s: shard of block %zu %s",
+			       D(r->s, d)->endpoint, r->vol, r->key, b, e ? cn_err_str(e) : "short");
+			r->degraded = true;
+			return false;
+		}
+	}
+	if (cn_codec_hash_check(out + HASH_LEN, sl, out) != CN_OK) {
+		cn_log(CN_LOG_WARN, NULL, "erasure: drive %s: %s/%s: block %zu: bitrot (hash mismatch)",
+		       D(r->s, d) ? D(r->s, d)->endpoint : "?", r->vol, r->key, b);
+		r->degraded = true;
+		return false;
+	}
+	return true;
+}
+
+/* Decodes block b of part p into r->blk (E4: data shards first, parity only as needed). */
+static cn_err load_block(cn_ec_reader *r, size_t p, size_t b)
+{
+	if (r->blk_valid && r->blk_part == p && r->blk_idx == b)
+		return CN_OK;
+	int64_t psize = r->ends[p] - (p ? r->ends[p - 1] : 0);
+	int64_t boff = (int64_t)b * r->block_size;
+	size_t bl = psize - boff < (int64_t)r->block_size ? (size_t)(psize - boff) : r->block_size;
+	size_t sl = cn_codec_shard_len(r->c, bl), n = r->s->n;
+	unsigned char *ptr[CN_EC_MAX_DRIVES];
+	bool present[CN_EC_MAX_DRIVES] = { false };
+	unsigned have = 0;
+	/* data shards first, then parity until K are good */
+	for (unsigned j = 0; j < n && have < r->k; j++) {
+		int d = r->slot_of[j];
+		unsigned char *buf = r->sh + (size_t)j * (HASH_LEN + cn_codec_shard_len(r->c, r->block_size));
+		ptr[j] = buf + HASH_LEN;
+		if (d >= 0 && read_shard(r, p, b, (size_t)d, sl, buf)) {
+			present[j] = true;
+			have++;
+		}
+	}
+	for (unsigned j = 0; j < n; j++)
+		ptr[j] = r->sh + (size_t)j * (HASH_LEN + cn_codec_shard_len(r->c, r->block_size)) + HASH_LEN;
+	if (have < r->k) {
+		cn_log(CN_LOG_ERROR, NULL, "erasure: %s/%s: block %zu of part %zu: only %u of %u shards "
+		       "readable", r->vol, r->key, b, p + 1, have, r->k);
+		return CN_ERR_QUORUM;
+	}
+	bool need = false;
+	for (unsigned j = 0; j < r->k; j++)
+		need |= !present[j];
+	if (need) {
+		bool want[CN_EC_MAX_DRIVES] = { false };
+		for (unsigned j = 0; j < r->k; j++)
+			want[j] = !present[j];
+		cn_err e = cn_codec_reconstruct(r->c, sl, ptr, present, want);
+		if (e)
+			return e;
+	}
+	cn_codec_join(r->c, ptr, bl, r->blk);
+	r->blk_part = p;
+	r->blk_idx = b;
+	r->blk_len = bl;
+	r->blk_valid = true;
+	return CN_OK;
+}
+
+static cn_err open_coded(cn_ec_reader *r, const char *vid, cn_ec_meta *m)
+{
+	cn_ec_set *s = r->s;
+	cn_ec_meta ms[CN_EC_MAX_DRIVES];
+	bool agree[CN_EC_MAX_DRIVES];
+	size_t pick = 0;
+	for (size_t d = 0; d < s->n; d++)
+		cn_ec_meta_init(&ms[d]);
+	cn_err e = read_quorum_recs(s, vid ? REC_VERSION : REC_CURRENT, r->vol, r->key, vid, false, ms,
+	                            agree, &pick);
+	if (!e) {
+		const cn_ec_meta *c = &ms[pick];
+		r->size = c->size;
+		r->k = c->k;
+		r->m = c->m;
+		r->block_size = c->block_size;
+		r->c = codec_for(s, c->k, c->m);
+		if (!r->c || c->block_size != CN_EC_BLOCK_SIZE || c->ndist != s->n) {
+			cn_log(CN_LOG_ERROR, NULL, "erasure: %s/%s: record shape %u+%u/%u not servable by this "
+			       "set", r->vol, r->key, c->k, c->m, c->ndist);
+			e = CN_ERR_CORRUPT;
+		}
+	}
+	if (!e) {
+		const cn_ec_meta *c = &ms[pick];
+		memcpy(r->dist, c->dist, s->n);
+		for (size_t j = 0; j < s->n; j++)
+			r->slot_of[j] = -1;
+		for (size_t d = 0; d < s->n; d++) {
+			r->good[d] = agree[d];
+			if (!agree[d])
+				r->degraded = true; /* missing or stale record: heal */
+			if (agree[d] && r->dist[d] < s->n)
+				r->slot_of[r->dist[d]] = (int8_t)d;
+			if (agree[d] && ms[d].has_inline) {
+				r->inl[d] = ms[d].inline_data;
+				r->inl_len[d] = ms[d].inline_len;
+				ms[d].inline_data = NULL;
+			}
+		}
+		if (!c->has_inline)
+			e = reader_parts(r, c);
+		else {
+			/* an inline version is one part */
+			free(r->ends);
+			r->ends = malloc(sizeof *r->ends);
+			if (!r->ends)
+				e = CN_ERR_NOMEM;
+			else {
+				r->ends[0] = c->size;
+				r->nparts = 1;
+			}
+		}
+	}
+	if (!e) {
+		size_t fsl = cn_codec_shard_len(r->c, r->block_size);
+		r->blk = malloc(r->block_size);
+		r->sh = malloc(s->n * (HASH_LEN + fsl));
+		if (!r->blk || !r->sh)
+			e = CN_ERR_NOMEM;
+	}
+	if (!e) {
+		cn_ec_meta_fini(m);
+		*m = ms[pick];
+		cn_ec_meta_init(&ms[pick]);
+		free(m->inline_data); /* the object's bytes are decoded from the shards */
+		m->inline_data = NULL;
+	}
+	for (size_t d = 0; d < s->n; d++)
+		cn_ec_meta_fini(&ms[d]);
+	return e;
+}
+
 cn_err cn_ec_open(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m, cn_ec_reader **out)
 {
 	return cn_ec_open_version(s, vol, key, NULL, m, out);
@@ -409,42 +1129,8 @@ cn_err cn_ec_open_version(cn_ec_set *s, const char *vol, const char *key, const 
 	r->vol = strdup(vol);
 	r->key = strdup(key);
 	cn_err e = r->vol && r->key ? CN_OK : CN_ERR_NOMEM;
-	for (int tries = 0; !e && tries < OPEN_RETRIES; tries++) {
-		cn_ec_meta_fini(m);
-		if ((e = vid ? cn_ec_version_read(s, vol, key, vid, false, m)
-		             : read_meta_drive(s, 0, vol, key, false, m)))
-			break;
-		r->size = m->size;
-		if (m->has_inline) {
-			r->inline_data = m->inline_data;
-			m->inline_data = NULL;
-			break;
-		}
-		/* parts: a single PUT has one (part.1); a record without parts is one too */
-		size_t np = m->nparts ? m->nparts : 1;
-		free(r->ends);
-		if (!(r->ends = malloc(np * sizeof *r->ends))) {
-			e = CN_ERR_NOMEM;
-			break;
-		}
-		int64_t end = 0;
-		for (size_t i = 0; i < np; i++) {
-			end += m->nparts ? m->parts[i].size : m->size;
-			r->ends[i] = end;
-		}
-		if (end != m->size) {
-			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: %s/%s: parts add up to %lld, not %lld",
-			       s->drives[0]->endpoint, vol, key, (long long)end, (long long)m->size);
-			e = CN_ERR_CORRUPT;
-			break;
-		}
-		r->nparts = np;
-		snprintf(r->data_id, sizeof r->data_id, "%s", m->data_id);
-		e = open_part(r, 0);
-		if (e == CN_ERR_NO_KEY)
-			continue; /* replaced between the record and the data: read the new record */
-		break;
-	}
+	if (!e)
+		e = coded(s) ? open_coded(r, vid, m) : open_plain(r, vid, m);
 	if (e) {
 		cn_ec_reader_close(r);
 		cn_ec_meta_fini(m);
@@ -454,6 +1140,11 @@ cn_err cn_ec_open_version(cn_ec_set *s, const char *vol, const char *key, const 
 	return CN_OK;
 }
 
+bool cn_ec_reader_degraded(const cn_ec_reader *r)
+{
+	return r->degraded;
+}
+
 cn_err cn_ec_reader_read(cn_ec_reader *r, int64_t off, void *buf, size_t len, size_t *got)
 {
 	*got = 0;
@@ -461,36 +1152,46 @@ cn_err cn_ec_reader_read(cn_ec_reader *r, int64_t off, void *buf, size_t len, si
 		return CN_OK;
 	if ((int64_t)len > r->size - off)
 		len = (size_t)(r->size - off);
-	if (!r->nparts) {
+	if (!coded(r->s) && !r->nparts) {
 		memcpy(buf, r->inline_data + off, len);
 		*got = len;
 		return CN_OK;
 	}
 	while (*got < len) {
 		size_t idx = part_of(r, off);
-		cn_err e = CN_OK;
-		if (idx != r->cur || !r->f) {
-			e = open_part(r, idx);
-			if (e == CN_ERR_NO_KEY) {
-				cn_log(CN_LOG_WARN, NULL, "erasure: %s/%s: replaced while being read", r->vol, r->key);
-				e = CN_ERR_IO;
-			}
-			if (e)
-				return e;
-		}
 		int64_t start = idx ? r->ends[idx - 1] : 0;
 		size_t want = len - *got;
 		if ((int64_t)want > r->ends[idx] - off)
 			want = (size_t)(r->ends[idx] - off);
 		size_t n = 0;
-		e = r->s->drives[0]->ops->rfile_read(r->f, off - start, (char *)buf + *got, want, &n);
-		if (!e && n < want) {
-			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: shard shorter than its record",
-			       r->s->drives[0]->endpoint);
-			e = CN_ERR_CORRUPT;
+		cn_err e = CN_OK;
+		if (coded(r->s)) {
+			int64_t poff = off - start;
+			size_t b = (size_t)(poff / r->block_size), in = (size_t)(poff % r->block_size);
+			if ((e = load_block(r, idx, b)))
+				return e;
+			n = r->blk_len - in < want ? r->blk_len - in : want;
+			memcpy((char *)buf + *got, r->blk + in, n);
+		} else {
+			if (idx != r->cur || !r->f) {
+				e = open_part(r, idx);
+				if (e == CN_ERR_NO_KEY) {
+					cn_log(CN_LOG_WARN, NULL, "erasure: %s/%s: replaced while being read", r->vol,
+					       r->key);
+					e = CN_ERR_IO;
+				}
+				if (e)
+					return e;
+			}
+			e = D(r->s, 0)->ops->rfile_read(r->f, off - start, (char *)buf + *got, want, &n);
+			if (!e && n < want) {
+				cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: shard shorter than its record",
+				       D(r->s, 0)->endpoint);
+				e = CN_ERR_CORRUPT;
+			}
+			if (e)
+				return e;
 		}
-		if (e)
-			return e;
 		*got += n;
 		off += (int64_t)n;
 	}
@@ -499,12 +1200,12 @@ cn_err cn_ec_reader_read(cn_ec_reader *r, int64_t off, void *buf, size_t len, si
 
 bool cn_ec_reader_plain_fd(cn_ec_reader *r, int64_t off, int *fd, int64_t *fd_off, int64_t *avail)
 {
-	if (!r->nparts || off < 0 || off >= r->size)
+	if (coded(r->s) || !r->nparts || off < 0 || off >= r->size)
 		return false;
 	size_t idx = part_of(r, off);
 	if ((idx != r->cur || !r->f) && open_part(r, idx))
 		return false;
-	int f = r->s->drives[0]->ops->rfile_fd(r->f);
+	int f = D(r->s, 0)->ops->rfile_fd(r->f);
 	if (f < 0)
 		return false;
 	int64_t start = idx ? r->ends[idx - 1] : 0;
@@ -519,12 +1220,192 @@ void cn_ec_reader_close(cn_ec_reader *r)
 	if (!r)
 		return;
 	if (r->f)
-		r->s->drives[0]->ops->rfile_close(r->f);
+		D(r->s, 0)->ops->rfile_close(r->f);
+	close_coded_files(r);
+	for (size_t d = 0; d < CN_EC_MAX_DRIVES; d++)
+		free(r->inl[d]);
 	free(r->inline_data);
 	free(r->ends);
 	free(r->vol);
 	free(r->key);
+	free(r->blk);
+	free(r->sh);
 	free(r);
+}
+
+/* --- healing ------------------------------------------------------------------------ */
+
+cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vid, bool dry_run,
+                  cn_ec_heal_result *res)
+{
+	memset(res, 0, sizeof *res);
+	if (!coded(s))
+		return CN_OK; /* one drive: nothing to rebuild from */
+	cn_ec_meta m;
+	cn_ec_meta_init(&m);
+	cn_ec_reader *r = NULL;
+	cn_err e = cn_ec_open_version(s, vol, key, vid, &m, &r);
+	if (e) {
+		cn_ec_meta_fini(&m);
+		return e;
+	}
+	/* which slots need a rewrite: a missing/stale record, or any unreadable shard */
+	bool bad[CN_EC_MAX_DRIVES] = { false };
+	size_t nbad = 0;
+	bool is_inline = m.has_inline || m.data_id[0] == 0;
+	for (size_t d = 0; d < s->n; d++) {
+		if (!D(s, d))
+			continue; /* offline: nothing to write to */
+		bad[d] = !r->good[d];
+	}
+	if (!is_inline) {
+		size_t fsl = cn_codec_shard_len(r->c, r->block_size);
+		unsigned char *tmp = malloc(HASH_LEN + fsl);
+		if (!tmp)
+			e = CN_ERR_NOMEM;
+		for (size_t p = 0; !e && p < r->nparts; p++) {
+			int64_t psize = r->ends[p] - (p ? r->ends[p - 1] : 0);
+			size_t nb = (size_t)((psize + r->block_size - 1) / r->block_size);
+			for (size_t d = 0; d < s->n; d++) {
+				if (!D(s, d) || bad[d])
+					continue;
+				for (size_t b = 0; b < nb && !bad[d]; b++) {
+					size_t bl = psize - (int64_t)b * r->block_size < (int64_t)r->block_size
+					            ? (size_t)(psize - (int64_t)b * r->block_size) : r->block_size;
+					if (!read_shard(r, p, b, d, cn_codec_shard_len(r->c, bl), tmp))
+						bad[d] = true;
+				}
+				/* a longer file than its record says is also damage */
+				if (!bad[d] && coded_file(r, p, d)) {
+					int64_t want = cn_codec_shard_file_size(r->c, r->block_size, psize) +
+					               (int64_t)nb * HASH_LEN;
+					if (D(s, d)->ops->rfile_size(r->cf[d]) != want)
+						bad[d] = true;
+				}
+			}
+		}
+		free(tmp);
+	}
+	for (size_t d = 0; d < s->n; d++)
+		nbad += bad[d];
+	res->drives_bad = (unsigned)nbad;
+	if (e || nbad == 0 || dry_run) {
+		cn_ec_reader_close(r);
+		cn_ec_meta_fini(&m);
+		return e;
+	}
+	/* rebuild: decode every block, re-encode, write the bad slots' shards */
+	char tmp_id[33];
+	cn_drive_random_id(tmp_id);
+	cn_drive_file *f[CN_EC_MAX_DRIVES] = { 0 };
+	size_t n = s->n;
+	size_t fsl = cn_codec_shard_len(r->c, r->block_size);
+	unsigned char *shards = malloc(n * fsl);
+	unsigned char *streams[CN_EC_MAX_DRIVES] = { 0 };
+	size_t slen[CN_EC_MAX_DRIVES] = { 0 };
+	if (!shards)
+		e = CN_ERR_NOMEM;
+	if (!e && is_inline) {
+		unsigned char *all = malloc(m.size ? (size_t)m.size : 1);
+		size_t got;
+		if (!all)
+			e = CN_ERR_NOMEM;
+		if (!e)
+			e = cn_ec_reader_read(r, 0, all, (size_t)m.size, &got);
+		if (!e)
+			e = encode_streams(r->c, all, (size_t)m.size, r->dist, n, streams, slen);
+		free(all);
+	}
+	for (size_t p = 0; !e && !is_inline && p < r->nparts; p++) {
+		char name[32];
+		snprintf(name, sizeof name, "part.%zu", p + 1);
+		for (size_t d = 0; d < n && !e; d++)
+			if (bad[d] && (e = D(s, d)->ops->create_file(D(s, d), tmp_id, m.data_id, name, &f[d])))
+				cn_log(CN_LOG_WARN, NULL, "erasure: heal %s/%s: drive %s: %s", vol, key,
+				       D(s, d)->endpoint, cn_err_str(e));
+		int64_t psize = r->ends[p] - (p ? r->ends[p - 1] : 0);
+		for (int64_t boff = 0; !e && boff < psize; boff += r->block_size) {
+			size_t bl = psize - boff < (int64_t)r->block_size ? (size_t)(psize - boff) : r->block_size;
+			if ((e = load_block(r, p, (size_t)(boff / r->block_size))))
+				break;
+			size_t sl = cn_codec_shard_len(r->c, bl);
+			unsigned char *ptr[CN_EC_MAX_DRIVES], hashes[CN_EC_MAX_DRIVES][HASH_LEN];
+			for (size_t j = 0; j < n; j++)
+				ptr[j] = shards + j * sl;
+			if ((e = cn_codec_encode(r->c, r->blk, bl, ptr, hashes)))
+				break;
+			for (size_t d = 0; d < n && !e; d++) {
+				if (!bad[d])
+					continue;
+				unsigned j = r->dist[d];
+				e = D(s, d)->ops->file_write(f[d], hashes[j], HASH_LEN);
+				if (!e)
+					e = D(s, d)->ops->file_write(f[d], ptr[j], sl);
+			}
+		}
+		for (size_t d = 0; d < n; d++) {
+			if (!f[d])
+				continue;
+			cn_err ce = D(s, d)->ops->file_close(f[d], !e);
+			f[d] = NULL;
+			if (!e)
+				e = ce;
+		}
+	}
+	/* replace the bad slots' data folder and record (per slot: its own commit) */
+	cn_buf rec;
+	cn_buf_init(&rec);
+	for (size_t d = 0; d < n && !e; d++) {
+		if (!bad[d])
+			continue;
+		fill_erasure_kd(&m, r->k, r->m, r->dist, n, d);
+		unsigned char *saved = m.inline_data;
+		size_t saved_len = m.inline_len;
+		if (is_inline) {
+			m.has_inline = true;
+			m.inline_data = streams[d];
+			m.inline_len = slen[d];
+		} else {
+			/* the damaged folder goes first: a rename cannot replace a non-empty one */
+			D(s, d)->ops->delete_data(D(s, d), vol, key, m.data_id);
+		}
+		cn_err de;
+		if (vid && !is_inline) {
+			de = CN_ERR_UNSUPPORTED; /* noncurrent versions with data: healed by a later pass */
+		} else if (vid) {
+			rec.len = 0;
+			de = cn_ec_meta_encode(&m, &rec);
+			if (!de)
+				de = D(s, d)->ops->version_write(D(s, d), vol, key, vid, rec.p, rec.len);
+			if (de == CN_ERR_NO_KEY) { /* the version's record is missing there */
+				de = CN_ERR_UNSUPPORTED;
+			}
+		} else {
+			de = commit_slot(s, d, tmp_id, is_inline ? NULL : m.data_id, vol, key, &m, &rec);
+		}
+		m.inline_data = saved;
+		m.inline_len = saved_len;
+		if (de) {
+			cn_log(CN_LOG_WARN, NULL, "erasure: heal %s/%s: drive %s: %s", vol, key,
+			       D(s, d)->endpoint, cn_err_str(de));
+			res->drives_failed++;
+		} else {
+			res->drives_healed++;
+			res->bytes_written += is_inline ? (int64_t)slen[d]
+			                                : cn_codec_shard_file_size(r->c, r->block_size, m.size);
+		}
+	}
+	for (size_t d = 0; d < n; d++) /* whatever a failed rebuild left in tmp */
+		if (bad[d] && D(s, d))
+			D(s, d)->ops->abort_tmp(D(s, d), tmp_id);
+	cn_buf_fini(&rec);
+	cn_rcache_invalidate(s->rc, vol, key);
+	for (size_t d = 0; d < n; d++)
+		free(streams[d]);
+	free(shards);
+	cn_ec_reader_close(r);
+	cn_ec_meta_fini(&m);
+	return e;
 }
 
 /* --- versions ---------------------------------------------------------------------- */
@@ -533,35 +1414,29 @@ cn_err cn_ec_version_keep(cn_ec_set *s, const char *vol, const char *key, const 
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++)
-		errs[i] = s->drives[i]->ops->version_keep(s->drives[i], vol, key, vid);
+		errs[i] = D(s, i) ? D(s, i)->ops->version_keep(D(s, i), vol, key, vid) : CN_ERR_OFFLINE;
 	return reduce_quorum(errs, s->n, write_quorum(s));
 }
 
 cn_err cn_ec_version_read(cn_ec_set *s, const char *vol, const char *key, const char *vid,
                           bool skip_inline, cn_ec_meta *m)
 {
-	cn_buf rec;
-	cn_buf_init(&rec);
-	cn_err e = s->drives[0]->ops->version_read(s->drives[0], vol, key, vid, CN_EC_RECORD_MAX, &rec);
-	if (e == CN_ERR_TOO_LARGE)
-		e = CN_ERR_CORRUPT;
-	if (!e && (e = cn_ec_meta_decode(rec.p, rec.len, skip_inline, m)) == CN_ERR_CORRUPT)
-		cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt record of %s/%s version %s",
-		       s->drives[0]->endpoint, vol, key, vid);
-	cn_buf_fini(&rec);
-	return e;
+	return read_rec(s, REC_VERSION, vol, key, vid, skip_inline, m);
 }
 
 cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n)
 {
-	return s->drives[0]->ops->version_list(s->drives[0], vol, key, vids, n);
+	size_t d = first_drive(s);
+	if (d == s->n)
+		return CN_ERR_QUORUM;
+	return D(s, d)->ops->version_list(D(s, d), vol, key, vids, n);
 }
 
 cn_err cn_ec_version_delete(cn_ec_set *s, const char *vol, const char *key, const char *vid)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++)
-		errs[i] = s->drives[i]->ops->version_delete(s->drives[i], vol, key, vid);
+		errs[i] = D(s, i) ? D(s, i)->ops->version_delete(D(s, i), vol, key, vid) : CN_ERR_OFFLINE;
 	return reduce_quorum(errs, s->n, s->n / 2 + 1);
 }
 
@@ -569,26 +1444,72 @@ cn_err cn_ec_version_promote(cn_ec_set *s, const char *vol, const char *key, con
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++)
-		errs[i] = s->drives[i]->ops->version_promote(s->drives[i], vol, key, vid);
+		errs[i] = D(s, i) ? D(s, i)->ops->version_promote(D(s, i), vol, key, vid) : CN_ERR_OFFLINE;
 	cn_rcache_invalidate(s->rc, vol, key); /* R1: the current record changed */
+	return reduce_quorum(errs, s->n, write_quorum(s));
+}
+
+/* Rewrites a record with edited meta on every drive holding the version: each drive keeps
+ * its own erasure fields and inline shard stream (read back from that drive). */
+static cn_err rewrite_meta(cn_ec_set *s, const char *vol, const char *key, const char *vid,
+                           cn_ec_meta *m)
+{
+	cn_err errs[CN_EC_MAX_DRIVES];
+	cn_buf rec;
+	cn_buf_init(&rec);
+	for (size_t d = 0; d < s->n; d++) {
+		cn_ec_meta own;
+		cn_ec_meta_init(&own);
+		if (!D(s, d)) {
+			errs[d] = CN_ERR_OFFLINE;
+			continue;
+		}
+		if (coded(s)) {
+			/* this drive's own record of the same version */
+			errs[d] = read_one(s, d, vid ? REC_VERSION : REC_CURRENT, vol, key, vid, false, &own);
+			if (!errs[d]) {
+				cn_kv *mm = own.meta;
+				size_t nm = own.nmeta;
+				own.meta = m->meta;
+				own.nmeta = m->nmeta;
+				if (own.mtime_ms != m->mtime_ms || strcmp(own.data_id, m->data_id) ||
+				    strcmp(own.version_id, m->version_id))
+					errs[d] = CN_ERR_NO_KEY; /* stale: not this version; heal fixes it */
+				rec.len = 0;
+				if (!errs[d])
+					errs[d] = cn_ec_meta_encode(&own, &rec);
+				own.meta = mm;
+				own.nmeta = nm;
+			}
+		} else {
+			fill_erasure(s, m, d);
+			rec.len = 0;
+			errs[d] = cn_ec_meta_encode(m, &rec);
+		}
+		if (!errs[d]) {
+			char tmp_id[33];
+			cn_drive_random_id(tmp_id);
+			errs[d] = vid ? D(s, d)->ops->version_write(D(s, d), vol, key, vid, rec.p, rec.len)
+			              : D(s, d)->ops->rename_data(D(s, d), tmp_id, NULL, vol, key, rec.p, rec.len);
+		}
+		cn_ec_meta_fini(&own);
+	}
+	cn_rcache_invalidate(s->rc, vol, key);
+	cn_buf_fini(&rec);
 	return reduce_quorum(errs, s->n, write_quorum(s));
 }
 
 cn_err cn_ec_update_version_meta(cn_ec_set *s, const char *vol, const char *key, const char *vid,
                                  cn_ec_meta *m)
 {
-	cn_err errs[CN_EC_MAX_DRIVES];
-	cn_buf rec;
-	cn_buf_init(&rec);
-	for (size_t i = 0; i < s->n; i++) {
-		rec.len = 0;
-		fill_erasure(s, m, i);
-		errs[i] = cn_ec_meta_encode(m, &rec);
-		if (!errs[i])
-			errs[i] = s->drives[i]->ops->version_write(s->drives[i], vol, key, vid, rec.p, rec.len);
-	}
-	cn_buf_fini(&rec);
-	return reduce_quorum(errs, s->n, write_quorum(s));
+	return rewrite_meta(s, vol, key, vid, m);
+}
+
+cn_err cn_ec_update_meta(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m)
+{
+	if (!coded(s) && m->has_inline && m->inline_len != (size_t)m->size)
+		return CN_ERR_INVALID;
+	return rewrite_meta(s, vol, key, NULL, m);
 }
 
 /* --- multipart uploads ------------------------------------------------------------- */
@@ -600,12 +1521,15 @@ cn_err cn_ec_upload_put_meta(cn_ec_set *s, const char *vol, const char *upload_i
 	cn_buf rec;
 	cn_buf_init(&rec);
 	for (size_t i = 0; i < s->n; i++) {
+		if (!D(s, i)) {
+			errs[i] = CN_ERR_OFFLINE;
+			continue;
+		}
 		rec.len = 0;
 		fill_erasure(s, m, i);
 		errs[i] = cn_ec_meta_encode(m, &rec);
 		if (!errs[i])
-			errs[i] = s->drives[i]->ops->upload_write(s->drives[i], vol, upload_id, name, create,
-			                                          rec.p, rec.len);
+			errs[i] = D(s, i)->ops->upload_write(D(s, i), vol, upload_id, name, create, rec.p, rec.len);
 	}
 	cn_buf_fini(&rec);
 	return reduce_quorum(errs, s->n, write_quorum(s));
@@ -614,42 +1538,33 @@ cn_err cn_ec_upload_put_meta(cn_ec_set *s, const char *vol, const char *upload_i
 cn_err cn_ec_upload_get_meta(cn_ec_set *s, const char *vol, const char *upload_id, const char *name,
                              cn_ec_meta *m)
 {
-	cn_buf rec;
-	cn_buf_init(&rec);
-	cn_err e = s->drives[0]->ops->upload_read(s->drives[0], vol, upload_id, name, CN_EC_RECORD_MAX, &rec);
-	if (e == CN_ERR_TOO_LARGE)
-		e = CN_ERR_CORRUPT;
-	if (!e && (e = cn_ec_meta_decode(rec.p, rec.len, false, m)) == CN_ERR_CORRUPT)
-		cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt upload record %s/%s/%s",
-		       s->drives[0]->endpoint, vol, upload_id, name);
-	cn_buf_fini(&rec);
-	return e;
+	return read_rec(s, REC_UPLOAD, vol, upload_id, name, false, m);
 }
 
 cn_err cn_ec_upload_list(cn_ec_set *s, const char *vol, const char *upload_id, char ***names,
                          size_t *n)
 {
-	return s->drives[0]->ops->upload_list(s->drives[0], vol, upload_id, names, n);
+	size_t d = first_drive(s);
+	if (d == s->n)
+		return CN_ERR_QUORUM;
+	return D(s, d)->ops->upload_list(D(s, d), vol, upload_id, names, n);
 }
 
 cn_err cn_ec_upload_take(cn_ec_writer *w, const char *vol, const char *upload_id, const char *dst,
                          const cn_ec_meta *m)
 {
 	cn_ec_set *s = w->s;
-	cn_err errs[CN_EC_MAX_DRIVES];
-	for (size_t i = 0; i < s->n; i++) {
-		errs[i] = w->f[i] ? s->drives[i]->ops->file_close(w->f[i], true) : CN_ERR_OFFLINE;
-		w->f[i] = NULL;
-	}
-	cn_err e = reduce_quorum(errs, s->n, write_quorum(s));
+	cn_err e = writer_finish(w);
 	if (e)
 		return e;
 	if (m->size != w->written)
 		return CN_ERR_INVALID;
+	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++)
-		errs[i] = s->drives[i]->ops->upload_take(s->drives[i], w->tmp_id, w->data_id, PART_NAME,
-		                                         vol, upload_id, dst);
-	return reduce_quorum(errs, s->n, write_quorum(s));
+		errs[i] = D(s, i) && w->ok[i]
+		          ? D(s, i)->ops->upload_take(D(s, i), w->tmp_id, w->data_id, PART_NAME, vol, upload_id, dst)
+		          : CN_ERR_OFFLINE;
+	return reduce_quorum(errs, s->n, writer_quorum(w));
 }
 
 cn_err cn_ec_upload_commit(cn_ec_set *s, const char *vol, const char *upload_id,
@@ -663,20 +1578,28 @@ cn_err cn_ec_upload_commit(cn_ec_set *s, const char *vol, const char *upload_id,
 	snprintf(m->data_id, sizeof m->data_id, "%%d.%s", id);
 	m->has_inline = false;
 	cn_err errs[CN_EC_MAX_DRIVES] = { CN_OK };
+	bool ok[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++) {
-		errs[i] = CN_OK;
+		errs[i] = D(s, i) ? CN_OK : CN_ERR_OFFLINE;
 		for (size_t p = 0; p < n && !errs[i]; p++) {
 			snprintf(name, sizeof name, "part.%zu", p + 1);
-			errs[i] = s->drives[i]->ops->upload_link(s->drives[i], vol, upload_id, srcs[p], tmp_id,
-			                                         m->data_id, name);
+			errs[i] = D(s, i)->ops->upload_link(D(s, i), vol, upload_id, srcs[p], tmp_id, m->data_id,
+			                                    name);
 		}
+		ok[i] = errs[i] == CN_OK;
 	}
-	cn_err e = reduce_quorum(errs, s->n, write_quorum(s));
+	/* the parts were written for this key with the storage class of the upload */
+	unsigned mm = coded(s) ? parity_for(s, m->storage_class) : 0, k = (unsigned)s->n - mm;
+	uint8_t dist[CN_EC_MAX_DRIVES];
+	if (coded(s))
+		cn_codec_dist(vol, key, strlen(key), (unsigned)s->n, dist);
+	cn_err e = reduce_quorum(errs, s->n, (size_t)k + (k == mm));
 	if (!e)
-		e = commit(s, tmp_id, m->data_id, vol, key, m);
+		e = commit(s, tmp_id, m->data_id, vol, key, m, k, mm, coded(s) ? dist : NULL, ok);
 	if (e)
 		for (size_t i = 0; i < s->n; i++)
-			s->drives[i]->ops->abort_tmp(s->drives[i], tmp_id);
+			if (D(s, i))
+				D(s, i)->ops->abort_tmp(D(s, i), tmp_id);
 	return e;
 }
 
@@ -684,17 +1607,8 @@ cn_err cn_ec_upload_remove(cn_ec_set *s, const char *vol, const char *upload_id)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++)
-		errs[i] = s->drives[i]->ops->upload_remove(s->drives[i], vol, upload_id);
+		errs[i] = D(s, i) ? D(s, i)->ops->upload_remove(D(s, i), vol, upload_id) : CN_ERR_OFFLINE;
 	return reduce_quorum(errs, s->n, s->n / 2 + 1);
-}
-
-cn_err cn_ec_update_meta(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m)
-{
-	char tmp_id[33];
-	if (m->has_inline && m->inline_len != (size_t)m->size)
-		return CN_ERR_INVALID;
-	cn_drive_random_id(tmp_id);
-	return commit(s, tmp_id, NULL, vol, key, m);
 }
 
 /* --- listing ----------------------------------------------------------------------- */
@@ -729,5 +1643,16 @@ cn_err cn_ec_walk(cn_ec_set *s, const char *vol, const char *prefix, const char 
                   bool slash_delim, cn_ec_walk_fn fn, void *ctx)
 {
 	walk_ctx w = { s, vol, fn, ctx };
-	return s->drives[0]->ops->walk(s->drives[0], vol, prefix, after, slash_delim, walk_cb, &w);
+	/* the first drive that has the bucket (a wiped or replaced drive has not, until it
+	 * is healed); listing from one drive is the single-node simplification noted in
+	 * docs/ARCHITECTURE.md */
+	size_t d = s->n;
+	for (size_t i = 0; i < s->n && d == s->n; i++)
+		if (D(s, i) && D(s, i)->ops->stat_vol(D(s, i), vol, NULL) == CN_OK)
+			d = i;
+	if (d == s->n) {
+		cn_err e = cn_ec_stat_vol(s, vol, NULL);
+		return e ? e : CN_ERR_QUORUM;
+	}
+	return D(s, d)->ops->walk(D(s, d), vol, prefix, after, slash_delim, walk_cb, &w);
 }

@@ -310,8 +310,15 @@ cn_err cn_obj_upload_part(cn_obj_store *s, const char *bucket, const char *key, 
 		return CN_ERR_INVALID;
 	if (opts->size > CN_OBJ_MAX_PART_SIZE)
 		return CN_ERR_TOO_LARGE;
-	if ((e = read_upload(s, bucket, key, upload_id, NULL))) /* fail fast, before the body */
+	cn_upload_info up;
+	memset(&up, 0, sizeof up);
+	if ((e = read_upload(s, bucket, key, upload_id, &up))) /* fail fast, before the body */
 		return e;
+	char sc[24] = "STANDARD"; /* parts take the upload's storage class */
+	for (size_t i = 0; i < up.nmeta; i++)
+		if (!strcmp(up.meta[i].name, "x-amz-storage-class"))
+			snprintf(sc, sizeof sc, "%s", up.meta[i].value);
+	cn_upload_info_fini(&up);
 	unsigned char *buf = cn_obj__tls_buf(0);
 	if (!buf)
 		return CN_ERR_NOMEM;
@@ -323,7 +330,8 @@ cn_err cn_obj_upload_part(cn_obj_store *s, const char *bucket, const char *key, 
 	unsigned char md5[16];
 	cn_ec_meta m;
 	cn_ec_meta_init(&m);
-	if ((e = cn_obj__recv(s, body, opts->size, CN_OBJ_MAX_PART_SIZE, false, buf, &w, &total, md5, &inl)))
+	if ((e = cn_obj__recv(s, s->set, bucket, key, sc, body, opts->size, CN_OBJ_MAX_PART_SIZE, false,
+	                      buf, &w, &total, md5, &inl)))
 		goto out;
 	if (opts->seal && (e = opts->seal(opts->seal_ctx, md5, total, &add, &nadd)))
 		goto out;

@@ -265,7 +265,7 @@ cn_err cn_obj_store_open(const char *const *drives, size_t ndrives, const cn_obj
 	cn_drive *d = NULL;
 	cn_err e = cn_drive_local_open(drives[0], cfg->durable, &d);
 	if (!e) {
-		e = cn_ec_set_new(&d, 1, 1, 0, &s->set);
+		e = cn_ec_set_new(&d, 1, 0, 0, &s->set);
 		if (e)
 			cn_drive_close(d);
 	}
@@ -485,9 +485,10 @@ cn_err cn_obj__check_names(const char *bucket, const char *key)
 
 /* --- put ---------------------------------------------------------------------------- */
 
-cn_err cn_obj__recv(cn_obj_store *s, cn_reader *body, int64_t expect, int64_t max, bool allow_inline,
-                    unsigned char *buf, cn_ec_writer **w, int64_t *total, unsigned char md5[16],
-                    bool *inline_data)
+cn_err cn_obj__recv(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                    const char *storage_class, cn_reader *body, int64_t expect, int64_t max,
+                    bool allow_inline, unsigned char *buf, cn_ec_writer **w, int64_t *total,
+                    unsigned char md5[16], bool *inline_data)
 {
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	if (!md)
@@ -520,7 +521,7 @@ cn_err cn_obj__recv(cn_obj_store *s, cn_reader *body, int64_t expect, int64_t ma
 			*inline_data = true;
 			break;
 		}
-		if (!*w && (e = cn_ec_writer_new(s->set, w)))
+		if (!*w && (e = cn_ec_writer_new(set, bucket, key, storage_class, w)))
 			break;
 		if (n > 0 && (e = cn_ec_writer_write(*w, buf, (size_t)n)))
 			break;
@@ -557,7 +558,12 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 	int64_t total = 0;
 	bool inline_data = false;
 	unsigned char md5[16];
-	if ((e = cn_obj__recv(s, body, opts->size, INT64_MAX, true, buf, &w, &total, md5, &inline_data)))
+	const char *sc = NULL;
+	for (size_t i = 0; i < opts->nmeta; i++)
+		if (!strcmp(opts->meta[i].name, "x-amz-storage-class"))
+			sc = opts->meta[i].value;
+	if ((e = cn_obj__recv(s, s->set, bucket, key, sc, body, opts->size, INT64_MAX, true, buf, &w,
+	                      &total, md5, &inline_data)))
 		goto fail;
 	if (opts->seal && (e = opts->seal(opts->seal_ctx, md5, total, &add, &nadd)))
 		goto fail;

@@ -28,8 +28,32 @@ typedef struct cn_obj_config {
 	int64_t upload_cleanup_ms; /* how often to look for them (0: the default, 1 h) */
 } cn_obj_config;
 
-/* Opens (formatting on first use) the store over the given drive folders. Today exactly
- * one drive is supported; more returns CN_ERR_UNSUPPORTED. Cleans tmp garbage. */
+/* A deployment's storage: pools of erasure sets of drive folders, as the cluster layer
+ * computes them from the server's arguments (cluster/layout.h). */
+typedef struct cn_obj_pool_spec {
+	const char *const *drives;  /* nsets * set_size folders: set after set, slot after slot */
+	size_t nsets;
+	size_t set_size;            /* 1..16 */
+} cn_obj_pool_spec;
+
+typedef struct cn_obj_topology {
+	const cn_obj_pool_spec *pools;
+	size_t npools;
+	unsigned parity_standard;   /* M of every set for STANDARD objects (0 only for 1 drive) */
+	unsigned parity_rrs;        /* M for REDUCED_REDUNDANCY objects */
+} cn_obj_topology;
+
+/* Opens (formatting on first use) the store over the topology's drive folders and cleans
+ * their tmp garbage. Every drive carries a format record (docs/FORMAT.md §1) naming the
+ * deployment and its slot (pool, set, drive): a drive without one (new or wiped) is
+ * formatted into its slot; a drive of another deployment or in another slot is refused
+ * (logged, treated as offline). Errors: CN_ERR_INVALID (bad topology), CN_ERR_QUORUM
+ * (fewer usable drives in a set than its write quorum on a fresh deployment, or its read
+ * quorum otherwise), drive errors. */
+cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config *cfg,
+                                  cn_obj_store **out);
+/* One pool of one set over the given folders, parity by MinIO's default for the set size
+ * (1 drive: EC:0 — the single-drive layout). */
 cn_err cn_obj_store_open(const char *const *drives, size_t ndrives, const cn_obj_config *cfg,
                          cn_obj_store **out);
 void cn_obj_store_close(cn_obj_store *s);

@@ -50,13 +50,15 @@ void cn_obj__info_from_meta(cn_obj_info *info, cn_ec_meta *m);
 
 /* Streams body through MD5 into buf-sized chunks. When allow_inline and the whole body
  * fits the first chunk and is at most inline_max, it stays in buf (*inline_data true, no
- * writer); otherwise the bytes go to a new writer (*w, abort it on any later failure).
+ * writer); otherwise the bytes go to a new writer on set for bucket/key with the parity of
+ * storage_class (*w, abort it on any later failure).
  * A body longer than max (or than expect when expect >= 0) gives CN_ERR_TOO_LARGE /
  * CN_ERR_INVALID, a shorter one than expect CN_ERR_CLOSED; reader errors are mapped as
  * cn_obj_put documents. */
-cn_err cn_obj__recv(cn_obj_store *s, cn_reader *body, int64_t expect, int64_t max, bool allow_inline,
-                    unsigned char *buf, cn_ec_writer **w, int64_t *total, unsigned char md5[16],
-                    bool *inline_data);
+cn_err cn_obj__recv(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                    const char *storage_class, cn_reader *body, int64_t expect, int64_t max,
+                    bool allow_inline, unsigned char *buf, cn_ec_writer **w, int64_t *total,
+                    unsigned char md5[16], bool *inline_data);
 
 /* object.c: wraps an open erasure reader of the version m (already checked) as an object
  * reader; fills info (may be NULL) from m (moves m's meta). On error nothing is taken. */
