@@ -200,6 +200,18 @@ static bool collect_request_meta(cn_s3_req *r, meta_list *m)
 	return true;
 }
 
+bool cn_s3_collect_meta(cn_s3_req *r, size_t extra, cn_kv **out, size_t *n)
+{
+	meta_list m;
+
+	meta_init(r, &m, r->h->nheaders + 4 + extra);
+	if (!collect_request_meta(r, &m))
+		return false;
+	*out = m.v;
+	*n = m.n;
+	return true;
+}
+
 static void send_etag(cn_s3_req *r, const char *etag)
 {
 	cn_http_resp_headerf(r->x, "ETag", "\"%s\"", etag);
@@ -207,23 +219,10 @@ static void send_etag(cn_s3_req *r, const char *etag)
 
 /* ---- streaming checksum reader and the seal callback --------------------------------- */
 
-typedef struct put_ctx {
-	cn_reader rd;            /* first: the wrapper reader handed to cn_obj_put */
-	cn_s3_req *r;
-	cn_reader *src;
-	int64_t nread, limit;
-	cn_cksum ck;             /* algo NONE when no checksum is requested */
-	bool have_expected;      /* value from a request header */
-	unsigned char expected[CN_CKSUM_MAX_DIGEST];
-	bool from_trailer;       /* value arrives in the aws-chunked trailer */
-	bool have_md5;
-	unsigned char md5[16];
-	char value[CN_CKSUM_MAX_B64]; /* computed checksum, base64, after seal */
-	cn_s3_code fail;         /* set when the reader or seal failed for an S3 reason */
-	const char *fail_msg;
-} put_ctx;
+/* The context of one streamed write (struct in s3_int.h: multipart.c shares it). */
+typedef cn_s3_put_ctx put_ctx;
 
-static ssize_t put_read(cn_reader *rd, void *buf, size_t len)
+ssize_t cn_s3_put_read(cn_reader *rd, void *buf, size_t len)
 {
 	put_ctx *c = (put_ctx *)rd;
 	ssize_t n = c->src->read(c->src, buf, len);
@@ -249,8 +248,8 @@ static const char *mismatch_msg(cn_s3_req *r, cn_cksum_algo a)
 	return m;
 }
 
-static cn_err put_seal(void *ctx, const unsigned char md5[16], int64_t size, cn_kv **add,
-                       size_t *nadd)
+cn_err cn_s3_put_seal(void *ctx, const unsigned char md5[16], int64_t size, cn_kv **add,
+                      size_t *nadd)
 {
 	put_ctx *c = ctx;
 	cn_s3_req *r = c->r;
@@ -306,7 +305,7 @@ static cn_err put_seal(void *ctx, const unsigned char md5[16], int64_t size, cn_
 
 /* Sets up c->ck / expected / from_trailer from the request's checksum headers. Returns
  * false after sending an error. */
-static bool setup_checksum(cn_s3_req *r, put_ctx *c)
+bool cn_s3_setup_checksum(cn_s3_req *r, put_ctx *c)
 {
 	const cn_http_req *h = r->h;
 	cn_cksum_algo algo = CN_CKSUM_NONE, sdk = CN_CKSUM_NONE, trl = CN_CKSUM_NONE;
@@ -376,7 +375,7 @@ static bool setup_checksum(cn_s3_req *r, put_ctx *c)
 }
 
 /* Content-MD5 header: base64 of 16 bytes. Returns false after sending InvalidDigest. */
-static bool parse_content_md5(cn_s3_req *r, put_ctx *c)
+bool cn_s3_parse_content_md5(cn_s3_req *r, put_ctx *c)
 {
 	const char *v = cn_s3_header(r, "content-md5");
 	unsigned char tmp[20];
@@ -434,8 +433,8 @@ static bool header_date(const char *v, int64_t *ms)
 
 /* RFC 7232 §6 order as S3 applies it. Returns 0 to proceed, 412, or not_modified (304 for
  * GET/HEAD, 412 for copy-source conditions). */
-static int eval_conditions(const char *if_match, const char *if_unmod, const char *if_none,
-                           const char *if_mod, const cn_obj_info *info, int not_modified)
+int cn_s3_eval_conditions(const char *if_match, const char *if_unmod, const char *if_none,
+                          const char *if_mod, const cn_obj_info *info, int not_modified)
 {
 	int64_t t, mtime_s = info->mtime_ms / 1000;
 
@@ -520,16 +519,21 @@ void cn_s3_put_object(cn_s3_req *r)
 		goto done;
 	}
 	meta_init(r, &m, r->h->nheaders + 4);
-	if (!collect_request_meta(r, &m) || !parse_content_md5(r, &c) || !setup_checksum(r, &c) ||
-	    !put_conditions(r))
+	if (!collect_request_meta(r, &m) || !cn_s3_parse_content_md5(r, &c) ||
+	    !cn_s3_setup_checksum(r, &c) || !put_conditions(r))
 		goto done;
+	const char *tags;
+	if (!cn_s3_tagging_from_request(r, &tags))
+		goto done;
+	if (tags)
+		meta_set(&m, CN_S3_TAGGING_META, (char *)tags);
 
-	c.rd.read = put_read;
+	c.rd.read = cn_s3_put_read;
 	c.r = r;
 	c.src = r->body;
 	c.limit = MAX_SINGLE_PUT;
 	cn_put_opts opts = {
-		.meta = m.v, .nmeta = m.n, .size = r->body_len, .seal = put_seal, .seal_ctx = &c,
+		.meta = m.v, .nmeta = m.n, .size = r->body_len, .seal = cn_s3_put_seal, .seal_ctx = &c,
 	};
 	e = cn_obj_put(r->store, r->bucket, r->key, &c.rd, &opts, &out);
 	if (e != CN_OK) {
@@ -551,7 +555,7 @@ done:
 
 /* Parses x-amz-copy-source ("/bucket/key" or "bucket/key", percent-encoded, optional
  * "?versionId=..."). Returns false after sending an error. */
-static bool parse_copy_source(cn_s3_req *r, const char *src, char **bucket, char **key)
+bool cn_s3_parse_copy_source(cn_s3_req *r, const char *src, char **bucket, char **key)
 {
 	static const char bad[] =
 		"Copy Source must mention the source bucket and key: sourcebucket/sourcekey";
@@ -605,7 +609,7 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 	cn_obj_info_init(&sinfo);
 	cn_obj_info_init(&out);
 	cn_buf_init(&b);
-	if (!parse_copy_source(r, srchdr, &sbucket, &skey))
+	if (!cn_s3_parse_copy_source(r, srchdr, &sbucket, &skey))
 		goto done;
 	e = cn_obj_key_check(r->key, strlen(r->key));
 	if (e != CN_OK) {
@@ -622,6 +626,17 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 			goto done;
 		}
 	}
+	/* x-amz-tagging-directive: COPY (default) keeps the source's tags, REPLACE takes
+	 * x-amz-tagging (none when absent). */
+	const char *tdir = cn_s3_header(r, "x-amz-tagging-directive");
+	bool tag_replace = tdir && !strcmp(tdir, "REPLACE");
+	const char *new_tags = NULL;
+	if (tdir && !tag_replace && strcmp(tdir, "COPY")) {
+		cn_s3_error(r, CN_S3_InvalidArgument, "Unknown tagging directive.");
+		goto done;
+	}
+	if (tag_replace && !cn_s3_tagging_from_request(r, &new_tags))
+		goto done;
 	if (!storage_class_header(r, &sc))
 		goto done;
 	if (cn_s3_header(r, "x-amz-server-side-encryption") ||
@@ -646,17 +661,18 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 		cn_s3_error_from(r, e);
 		goto done;
 	}
-	int st = eval_conditions(cn_s3_header(r, "x-amz-copy-source-if-match"),
-	                         cn_s3_header(r, "x-amz-copy-source-if-unmodified-since"),
-	                         cn_s3_header(r, "x-amz-copy-source-if-none-match"),
-	                         cn_s3_header(r, "x-amz-copy-source-if-modified-since"), &sinfo, 412);
+	int st = cn_s3_eval_conditions(cn_s3_header(r, "x-amz-copy-source-if-match"),
+	                               cn_s3_header(r, "x-amz-copy-source-if-unmodified-since"),
+	                               cn_s3_header(r, "x-amz-copy-source-if-none-match"),
+	                               cn_s3_header(r, "x-amz-copy-source-if-modified-since"),
+	                               &sinfo, 412);
 	if (st) {
 		cn_s3_error(r, CN_S3_PreconditionFailed, NULL);
 		goto done;
 	}
 	bool self = !strcmp(sbucket, r->bucket) && !strcmp(skey, r->key);
-	if (self && !replace && !sc && !cn_s3_header(r, "x-amz-website-redirect-location") &&
-	    newalgo == CN_CKSUM_NONE) {
+	if (self && !replace && !tag_replace && !sc &&
+	    !cn_s3_header(r, "x-amz-website-redirect-location") && newalgo == CN_CKSUM_NONE) {
 		cn_s3_error(r, CN_S3_InvalidRequest,
 		            "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
 		goto done;
@@ -685,6 +701,11 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 		if (wr)
 			meta_set(&m, "x-amz-website-redirect-location", (char *)wr);
 	}
+	meta_remove(&m, CN_S3_TAGGING_META);
+	if (!tag_replace)
+		new_tags = cn_obj_info_get(&sinfo, CN_S3_TAGGING_META);
+	if (new_tags)
+		meta_set(&m, CN_S3_TAGGING_META, (char *)new_tags);
 	if (newalgo != CN_CKSUM_NONE) {
 		for (int a = CN_CKSUM_NONE + 1; a < CN_CKSUM__COUNT; a++)
 			meta_remove(&m, cn_cksum_header((cn_cksum_algo)a));
@@ -694,12 +715,12 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 		}
 	}
 
-	c.rd.read = put_read;
+	c.rd.read = cn_s3_put_read;
 	c.r = r;
 	c.src = cn_obj_reader_stream(rd);
 	c.limit = MAX_SINGLE_PUT;
 	cn_put_opts opts = {
-		.meta = m.v, .nmeta = m.n, .size = sinfo.size, .seal = put_seal, .seal_ctx = &c,
+		.meta = m.v, .nmeta = m.n, .size = sinfo.size, .seal = cn_s3_put_seal, .seal_ctx = &c,
 	};
 	e = cn_obj_put(r->store, r->bucket, r->key, &c.rd, &opts, &out);
 	if (e != CN_OK) {
@@ -864,6 +885,9 @@ static void send_object_headers(cn_s3_req *r, const cn_obj_info *info, bool whol
 		sc = info->storage_class;
 	if (sc[0] && strcmp(sc, "STANDARD"))
 		cn_http_resp_header(r->x, "x-amz-storage-class", sc);
+	size_t ntags = cn_s3_tagging_count(cn_obj_info_get(info, CN_S3_TAGGING_META));
+	if (ntags)
+		cn_http_resp_headerf(r->x, "x-amz-tagging-count", "%zu", ntags);
 	cn_http_resp_header(r->x, "Accept-Ranges", "bytes");
 }
 
@@ -951,9 +975,10 @@ void cn_s3_get_object(cn_s3_req *r)
 		goto done;
 	}
 
-	int st = eval_conditions(cn_s3_header(r, "if-match"), cn_s3_header(r, "if-unmodified-since"),
-	                         cn_s3_header(r, "if-none-match"), cn_s3_header(r, "if-modified-since"),
-	                         &info, 304);
+	int st = cn_s3_eval_conditions(cn_s3_header(r, "if-match"),
+	                               cn_s3_header(r, "if-unmodified-since"),
+	                               cn_s3_header(r, "if-none-match"),
+	                               cn_s3_header(r, "if-modified-since"), &info, 304);
 	if (st == 412) {
 		cn_s3_error(r, CN_S3_PreconditionFailed, NULL);
 		goto done;
@@ -965,29 +990,35 @@ void cn_s3_get_object(cn_s3_req *r)
 		goto done;
 	}
 
+	/* partNumber=N: the Nth part of a multipart object, as a 206 range (AWS); a single-PUT
+	 * object has one part, served whole. */
+	int rs = 0;
 	if (partno) {
-		if (strchr(info.etag, '-')) {
-			cn_s3_error(r, CN_S3_NotImplemented,
-			            "partNumber on multipart objects is not implemented.");
+		if ((size_t)partno > (info.nparts ? info.nparts : 1)) {
+			cn_s3_error(r, CN_S3_InvalidPartNumber, NULL);
 			goto done;
 		}
-		if (partno != 1) {
-			cn_s3_error(r, CN_S3_InvalidArgument, "The requested partnumber is not satisfiable");
-			goto done;
+		for (int i = 0; i + 1 < partno; i++)
+			off += info.parts[i].size;
+		if (info.nparts && info.parts[partno - 1].size > 0) {
+			len = info.parts[partno - 1].size;
+			rs = 1;
 		}
+	} else {
+		rs = parse_range(range, info.size, &off, &len);
 	}
-
-	int rs = parse_range(range, info.size, &off, &len);
 	if (rs < 0) {
 		send_invalid_range(r, range, info.size);
 		goto done;
 	}
-	if (rs == 0) {
+	if (rs == 0 && !(partno && info.nparts)) {
 		off = 0;
 		len = info.size;
 	}
 	cn_http_resp_start(r->x, rs ? 206 : 200);
-	send_object_headers(r, &info, rs == 0);
+	send_object_headers(r, &info, rs == 0 && !(partno && info.nparts));
+	if (partno && info.nparts)
+		cn_http_resp_headerf(r->x, "x-amz-mp-parts-count", "%zu", info.nparts);
 	if (rs)
 		cn_http_resp_headerf(r->x, "Content-Range", "bytes %lld-%lld/%lld", (long long)off,
 		                     (long long)(off + len - 1), (long long)info.size);

@@ -159,6 +159,10 @@ void cn_s3_error_from(cn_s3_req *r, cn_err e)
 	case CN_ERR_TOO_LARGE: c = CN_S3_EntityTooLarge; break;
 	case CN_ERR_INVALID: c = r->body_error ? r->body_error : CN_S3_InvalidRequest; break;
 	case CN_ERR_UNSUPPORTED: c = CN_S3_NotImplemented; break;
+	case CN_ERR_NO_UPLOAD: c = CN_S3_NoSuchUpload; break;
+	case CN_ERR_BAD_PART: c = CN_S3_InvalidPart; break;
+	case CN_ERR_PART_ORDER: c = CN_S3_InvalidPartOrder; break;
+	case CN_ERR_TOO_SMALL: c = CN_S3_EntityTooSmall; break;
 	default: c = CN_S3_InternalError; break;
 	}
 	if (c == CN_S3_InternalError)
@@ -509,9 +513,9 @@ static const char *lookup_secret(void *ctx, cn_str access_key)
 static const char *const unimplemented_subresources[] = {
 	"accelerate", "analytics", "attributes", "cors", "encryption", "intelligent-tiering",
 	"inventory", "legal-hold", "lifecycle", "logging", "metrics", "notification",
-	"object-lock", "ownershipControls", "partNumber", "policy", "policyStatus",
+	"object-lock", "ownershipControls", "policy", "policyStatus",
 	"publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
-	"tagging", "torrent", "uploadId", "uploads", "versions", "website", NULL
+	"torrent", "versions", "website", NULL
 };
 
 static void not_implemented(cn_s3_req *r, const char *what)
@@ -559,9 +563,6 @@ static void route(cn_s3_req *r)
 	}
 	for (size_t i = 0; unimplemented_subresources[i]; i++) {
 		if (cn_s3_query(r, unimplemented_subresources[i])) {
-			if (strcmp(unimplemented_subresources[i], "partNumber") == 0 && (get || head) &&
-			    r->key[0])
-				break; /* GET ?partNumber=1 of a single-part object works */
 			char what[96];
 			snprintf(what, sizeof what, "The '%s' sub-resource", unimplemented_subresources[i]);
 			not_implemented(r, what);
@@ -578,8 +579,19 @@ static void route(cn_s3_req *r)
 		return;
 	}
 	bool acl = cn_s3_query(r, "acl") != NULL;
+	bool tagging = cn_s3_query(r, "tagging") != NULL;
 	if (!r->key[0]) {
-		if (acl && get)
+		if (tagging && get)
+			cn_s3_get_bucket_tagging(r);
+		else if (tagging && put)
+			cn_s3_put_bucket_tagging(r);
+		else if (tagging && del)
+			cn_s3_delete_bucket_tagging(r);
+		else if (tagging)
+			cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
+		else if (get && cn_s3_query(r, "uploads"))
+			cn_s3_list_multipart_uploads(r);
+		else if (acl && get)
 			cn_s3_get_acl(r);
 		else if (acl && put)
 			cn_s3_put_acl(r);
@@ -603,7 +615,28 @@ static void route(cn_s3_req *r)
 			cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
 		return;
 	}
-	if (acl && get)
+	const char *upload_id = cn_s3_query(r, "uploadId");
+	if (tagging && get)
+		cn_s3_get_object_tagging(r);
+	else if (tagging && put)
+		cn_s3_put_object_tagging(r);
+	else if (tagging && del)
+		cn_s3_delete_object_tagging(r);
+	else if (tagging)
+		cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
+	else if (post && cn_s3_query(r, "uploads"))
+		cn_s3_create_multipart(r);
+	else if (upload_id && put)
+		cn_s3_upload_part(r);          /* also UploadPartCopy (x-amz-copy-source) */
+	else if (upload_id && post)
+		cn_s3_complete_multipart(r);
+	else if (upload_id && del)
+		cn_s3_abort_multipart(r);
+	else if (upload_id && get)
+		cn_s3_list_parts(r);
+	else if (upload_id)
+		cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
+	else if (acl && get)
 		cn_s3_get_acl(r);
 	else if (acl && put)
 		cn_s3_put_acl(r);

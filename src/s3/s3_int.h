@@ -9,6 +9,7 @@
 #define CN_S3_INT_H
 
 #include "s3/auth.h"
+#include "s3/checksum.h"
 #include "s3/s3.h"
 #include "s3/xml.h"
 
@@ -86,6 +87,43 @@ const char *cn_s3_trailer_checksum(cn_s3_req *r, const char **name);
  * aws-chunked body ("x-amz-checksum-crc32" ...), or NULL. */
 const char *cn_s3_declared_trailer(cn_s3_req *r);
 
+/* Shared by the write handlers (defined in src/s3/object.c, used by src/s3/multipart.c). */
+/* One streamed write: rd wraps src, counts bytes (over limit: EntityTooLarge) and feeds ck;
+ * cn_s3_put_seal (a cn_put_opts.seal) then checks Content-MD5 and the x-amz-checksum-*
+ * value (header or aws-chunked trailer) and adds the computed checksum to the metadata. */
+typedef struct cn_s3_put_ctx {
+	cn_reader rd;            /* first: the wrapper reader handed to cn_obj_put */
+	cn_s3_req *r;
+	cn_reader *src;
+	int64_t nread, limit;
+	cn_cksum ck;             /* algo NONE when no checksum is requested */
+	bool have_expected;      /* value from a request header */
+	unsigned char expected[CN_CKSUM_MAX_DIGEST];
+	bool from_trailer;       /* value arrives in the aws-chunked trailer */
+	bool have_md5;
+	unsigned char md5[16];
+	char value[CN_CKSUM_MAX_B64]; /* computed checksum, base64, after seal */
+	cn_s3_code fail;         /* set when the reader or seal failed for an S3 reason */
+	const char *fail_msg;
+} cn_s3_put_ctx;
+ssize_t cn_s3_put_read(cn_reader *rd, void *buf, size_t len);
+cn_err cn_s3_put_seal(void *ctx, const unsigned char md5[16], int64_t size, cn_kv **add,
+                      size_t *nadd);
+/* From the request's x-amz-checksum-* / x-amz-sdk-checksum-algorithm / x-amz-trailer
+ * headers, and Content-MD5. Both return false after sending an error. */
+bool cn_s3_setup_checksum(cn_s3_req *r, cn_s3_put_ctx *c);
+bool cn_s3_parse_content_md5(cn_s3_req *r, cn_s3_put_ctx *c);
+/* The metadata a PUT stores from the request headers (content-*, cache-control, expires,
+ * x-amz-meta-*, x-amz-storage-class, ...) as an arena array with room for `extra` more
+ * entries. Returns false after sending an error (InvalidStorageClass, MetadataTooLarge). */
+bool cn_s3_collect_meta(cn_s3_req *r, size_t extra, cn_kv **out, size_t *n);
+/* x-amz-copy-source into arena strings; false after sending InvalidArgument. */
+bool cn_s3_parse_copy_source(cn_s3_req *r, const char *src, char **bucket, char **key);
+/* If-Match / If-Unmodified-Since / If-None-Match / If-Modified-Since (any may be NULL) in
+ * AWS's order: 0 to proceed, 412, or not_modified. */
+int cn_s3_eval_conditions(const char *if_match, const char *if_unmod, const char *if_none,
+                          const char *if_mod, const cn_obj_info *info, int not_modified);
+
 /* Handlers (router: src/s3/s3.c). */
 void cn_s3_list_buckets(cn_s3_req *r);
 void cn_s3_create_bucket(cn_s3_req *r);
@@ -99,5 +137,30 @@ void cn_s3_delete_objects(cn_s3_req *r); /* POST ?delete */
 void cn_s3_put_object(cn_s3_req *r);     /* also CopyObject when x-amz-copy-source */
 void cn_s3_get_object(cn_s3_req *r);     /* GET and HEAD */
 void cn_s3_delete_object(cn_s3_req *r);
+/* multipart (src/s3/multipart.c) */
+void cn_s3_create_multipart(cn_s3_req *r);       /* POST ?uploads */
+void cn_s3_upload_part(cn_s3_req *r);            /* PUT ?partNumber&uploadId, also UploadPartCopy */
+void cn_s3_complete_multipart(cn_s3_req *r);     /* POST ?uploadId */
+void cn_s3_abort_multipart(cn_s3_req *r);        /* DELETE ?uploadId */
+void cn_s3_list_parts(cn_s3_req *r);             /* GET ?uploadId */
+void cn_s3_list_multipart_uploads(cn_s3_req *r); /* GET bucket?uploads */
+/* tagging (src/s3/tagging.c) */
+void cn_s3_get_object_tagging(cn_s3_req *r);
+void cn_s3_put_object_tagging(cn_s3_req *r);
+void cn_s3_delete_object_tagging(cn_s3_req *r);
+void cn_s3_get_bucket_tagging(cn_s3_req *r);
+void cn_s3_put_bucket_tagging(cn_s3_req *r);
+void cn_s3_delete_bucket_tagging(cn_s3_req *r);
+/* The object metadata entry holding an object's tags in canonical form (tags sorted by key,
+ * k1=v1&k2=v2 percent-encoded); absent when the object has no tags. GET/HEAD never return
+ * it as a header. */
+#define CN_S3_TAGGING_META "x-amz-tagging"
+/* Validates and normalises the request's x-amz-tagging header (PutObject, CopyObject with
+ * REPLACE, CreateMultipartUpload): *canon gets the canonical form to store under
+ * CN_S3_TAGGING_META (arena), or NULL when the header is absent or holds no tags. Returns
+ * false after sending the error (InvalidTag, InvalidArgument, BadRequest for > 10 tags). */
+bool cn_s3_tagging_from_request(cn_s3_req *r, const char **canon);
+/* Number of tags in a stored canonical form (0 for NULL or ""): x-amz-tagging-count. */
+size_t cn_s3_tagging_count(const char *stored);
 
 #endif
