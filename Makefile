@@ -8,7 +8,7 @@
 #   make fuzz-replay  replay every fuzz corpus under gcc (part of check)
 MODE ?= release
 CC ?= cc
-PKGS := openssl libisal libxxhash expat jansson liburing libcurl
+PKGS := openssl libisal libxxhash expat jansson liburing libcurl zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

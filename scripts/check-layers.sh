@@ -13,7 +13,9 @@ declare -A allowed=(
 	[erasure]="util drive"
 	[drive]="util"
 	[cluster]="util"
-	[cli]="util net http s3 object cluster"
+	[client]="util"
+	[bench]="util client"
+	[cli]="util net http s3 object cluster client bench"
 	[bin]="cli"
 )
 bad=0

@@ -4,6 +4,7 @@
 #define CN_CLI_H
 
 int cn_cli_server(int argc, char **argv);
+int cn_cli_bench(int argc, char **argv);
 void cn_cli_usage(void);
 
 #endif
