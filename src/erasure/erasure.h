@@ -80,6 +80,10 @@ void cn_ec_set_refuse(cn_ec_set *s, size_t i);
 /* The slot's drive endpoint for logs, or NULL when the slot is offline. */
 const char *cn_ec_set_endpoint(const cn_ec_set *s, size_t i);
 size_t cn_ec_set_ndrives(const cn_ec_set *s);
+/* STANDARD and REDUCED_REDUNDANCY parity of the set. */
+void cn_ec_set_parity(const cn_ec_set *s, unsigned *standard, unsigned *rrs);
+/* Slot i's drive info (CN_ERR_OFFLINE for a refused slot). */
+cn_err cn_ec_set_drive_info(cn_ec_set *s, size_t i, cn_drive_info *out);
 /* True when at least read quorum of the set's drives are online. */
 bool cn_ec_set_online(cn_ec_set *s);
 /* Free space of the set: the smallest free space of its online drives times K (for the
@@ -143,6 +147,8 @@ void cn_ec_reader_close(cn_ec_reader *r);
 /* True when reading found a missing, stale or corrupt shard or record (the data was
  * rebuilt from the others): the object should be healed. */
 bool cn_ec_reader_degraded(const cn_ec_reader *r);
+/* The version the reader reads: vol, key and version id (NULL: the current one). */
+void cn_ec_reader_name(const cn_ec_reader *r, const char **vol, const char **key, const char **vid);
 
 /* --- healing --------------------------------------------------------------------------
  * Rebuilds what the set's online drives miss of one version (vid NULL: the current one):

@@ -68,6 +68,7 @@ struct cn_ec_reader {
 	size_t nparts;
 	int64_t *ends;              /* owned: cumulative end offset of each part */
 	char *vol, *key;            /* owned, for opening later parts */
+	char vid[CN_EC_VERSION_ID_MAX + 1]; /* "" for the current version */
 	char data_id[CN_DRIVE_ID_MAX + 1];
 	bool degraded;              /* E3: some shard was missing or corrupt */
 	/* plain */
@@ -224,6 +225,20 @@ uint64_t cn_ec_set_free_bytes(cn_ec_set *s)
 			best = di.free;
 	}
 	return best == UINT64_MAX ? 0 : best * (uint64_t)s->k;
+}
+
+void cn_ec_set_parity(const cn_ec_set *s, unsigned *standard, unsigned *rrs)
+{
+	*standard = (unsigned)s->m;
+	*rrs = (unsigned)s->m_rrs;
+}
+
+cn_err cn_ec_set_drive_info(cn_ec_set *s, size_t i, cn_drive_info *out)
+{
+	memset(out, 0, sizeof *out);
+	if (i >= s->n || !D(s, i))
+		return CN_ERR_OFFLINE;
+	return D(s, i)->ops->info(D(s, i), out);
 }
 
 bool cn_ec_set_online(cn_ec_set *s)
@@ -1128,6 +1143,7 @@ cn_err cn_ec_open_version(cn_ec_set *s, const char *vol, const char *key, const 
 	r->s = s;
 	r->vol = strdup(vol);
 	r->key = strdup(key);
+	snprintf(r->vid, sizeof r->vid, "%s", vid ? vid : "");
 	cn_err e = r->vol && r->key ? CN_OK : CN_ERR_NOMEM;
 	if (!e)
 		e = coded(s) ? open_coded(r, vid, m) : open_plain(r, vid, m);
@@ -1143,6 +1159,13 @@ cn_err cn_ec_open_version(cn_ec_set *s, const char *vol, const char *key, const 
 bool cn_ec_reader_degraded(const cn_ec_reader *r)
 {
 	return r->degraded;
+}
+
+void cn_ec_reader_name(const cn_ec_reader *r, const char **vol, const char **key, const char **vid)
+{
+	*vol = r->vol;
+	*key = r->key;
+	*vid = r->vid[0] ? r->vid : NULL;
 }
 
 cn_err cn_ec_reader_read(cn_ec_reader *r, int64_t off, void *buf, size_t len, size_t *got)

@@ -31,6 +31,7 @@
 
 struct cn_obj_reader {
 	cn_reader stream;  /* first: cn_obj_reader_stream casts back */
+	cn_obj_store *s;
 	cn_ec_reader *r;
 	int64_t size;
 	int64_t pos, end;  /* the stream's position and end */
@@ -277,6 +278,7 @@ cn_err cn_obj_store_open(const char *const *drives, size_t ndrives, const cn_obj
 	}
 	s->ready = true;
 	cn_obj__janitor_start(s);
+	cn_obj__heal_start(s);
 	*out = s;
 	return CN_OK;
 }
@@ -285,6 +287,7 @@ void cn_obj_store_close(cn_obj_store *s)
 {
 	if (!s)
 		return;
+	cn_obj__heal_stop(s);
 	cn_obj__janitor_stop(s);
 	cn_ec_set_free(s->set);
 	pthread_rwlock_destroy(&s->ns_lock);
@@ -673,11 +676,13 @@ static ssize_t stream_read(cn_reader *rd, void *buf, size_t len)
 	return (ssize_t)got;
 }
 
-cn_err cn_obj__reader_wrap(cn_ec_reader *er, cn_ec_meta *m, cn_obj_info *info, cn_obj_reader **out)
+cn_err cn_obj__reader_wrap(cn_obj_store *s, cn_ec_reader *er, cn_ec_meta *m, cn_obj_info *info,
+                           cn_obj_reader **out)
 {
 	cn_obj_reader *r = calloc(1, sizeof *r);
 	if (!r)
 		return CN_ERR_NOMEM;
+	r->s = s;
 	r->r = er;
 	r->stream.read = stream_read;
 	r->size = m->size;
@@ -705,7 +710,7 @@ cn_err cn_obj_open(cn_obj_store *s, const char *bucket, const char *key, cn_obj_
 		cn_ec_meta_fini(&m);
 		return CN_ERR_NO_KEY; /* the latest version is a delete marker: info says so */
 	}
-	if (!e && (e = cn_obj__reader_wrap(er, &m, info, out)))
+	if (!e && (e = cn_obj__reader_wrap(s, er, &m, info, out)))
 		cn_ec_reader_close(er);
 	cn_ec_meta_fini(&m);
 	return e;
@@ -765,6 +770,8 @@ void cn_obj_reader_close(cn_obj_reader *r)
 {
 	if (!r)
 		return;
+	if (cn_ec_reader_degraded(r->r)) /* the read rebuilt data: heal it in the background */
+		cn_obj__heal_enqueue(r->s, r->r);
 	cn_ec_reader_close(r->r);
 	free(r);
 }

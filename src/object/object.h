@@ -26,6 +26,7 @@ typedef struct cn_obj_config {
 	int64_t upload_expiry_ms;  /* incomplete multipart uploads older than this are removed
 	                              (0: the default, 24 h) */
 	int64_t upload_cleanup_ms; /* how often to look for them (0: the default, 1 h) */
+	int64_t heal_scan_ms;      /* background heal scan period (0: 24 h; < 0: never) */
 } cn_obj_config;
 
 /* A deployment's storage: pools of erasure sets of drive folders, as the cluster layer
@@ -367,5 +368,45 @@ void cn_upload_list_fini(cn_upload_list *l);
 cn_err cn_obj_upload_list(cn_obj_store *s, const char *bucket, const char *prefix, const char *delimiter,
                           const char *key_marker, const char *upload_id_marker, size_t max_uploads,
                           cn_upload_list *out);
+
+/* --- healing ----------------------------------------------------------------------------
+ * Restores full redundancy: every version of every object whose copy on some online drive
+ * is missing, stale or corrupt is rebuilt from the others (erasure.h cn_ec_heal), under the
+ * key's lock. Three ways in: reads that had to rebuild data queue their object (healed in
+ * the background, at once); a background scanner walks everything every
+ * cfg->heal_scan_ms (0: 24 h; < 0: never), pausing between objects so that foreground
+ * traffic keeps most of its throughput; and cn_obj_heal on demand (the admin API). */
+typedef struct cn_obj_heal_totals {
+	uint64_t scanned;        /* object versions looked at */
+	uint64_t healed;         /* ... found damaged and rebuilt (dry run: found damaged) */
+	uint64_t failed;         /* ... damaged and not rebuilt (or unreadable: below quorum) */
+	uint64_t drives_healed;  /* drive copies rewritten */
+	int64_t bytes;           /* bytes written to drives (shards and inline records) */
+} cn_obj_heal_totals;
+/* Progress: called at least every ~500 ms and at the end (last = true), with the running
+ * totals and the object being looked at; returning false stops the heal (CN_ERR_ABORTED). */
+typedef bool (*cn_obj_heal_progress)(void *ctx, const cn_obj_heal_totals *t, const char *bucket,
+                                     const char *key, bool last);
+/* Heals bucket (NULL or "": every bucket) / prefix (NULL: all). dry_run only counts.
+ * Errors: CN_ERR_NO_BUCKET, CN_ERR_ABORTED (progress said stop), listing errors; damage
+ * that cannot be repaired is counted in failed, not returned. */
+cn_err cn_obj_heal(cn_obj_store *s, const char *bucket, const char *prefix, bool dry_run,
+                   cn_obj_heal_progress progress, void *ctx, cn_obj_heal_totals *out);
+
+/* The deployment as the admin API reports it. */
+typedef struct cn_obj_drive_state {
+	char endpoint[256];
+	unsigned pool, set, slot;
+	bool online;
+	uint64_t total, free;
+} cn_obj_drive_state;
+typedef struct cn_obj_state {
+	char deployment[33];
+	unsigned npools, nsets, set_size, parity_standard, parity_rrs;
+	cn_obj_drive_state *drives; /* owned (free()) */
+	size_t ndrives;
+	uint64_t heal_queued, heal_done; /* background healing counters */
+} cn_obj_state;
+cn_err cn_obj_get_state(cn_obj_store *s, cn_obj_state *out);
 
 #endif

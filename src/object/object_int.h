@@ -28,6 +28,8 @@ struct cn_obj_store {
 		cn_versioning state;
 		bool valid;
 	} vs[256];
+	/* background healing (heal.c) */
+	struct cn_obj_healer *healer;
 	/* background removal of stale multipart uploads (multipart.c) */
 	pthread_t janitor;
 	bool janitor_started, stopping;
@@ -62,7 +64,15 @@ cn_err cn_obj__recv(cn_obj_store *s, cn_ec_set *set, const char *bucket, const c
 
 /* object.c: wraps an open erasure reader of the version m (already checked) as an object
  * reader; fills info (may be NULL) from m (moves m's meta). On error nothing is taken. */
-cn_err cn_obj__reader_wrap(cn_ec_reader *er, cn_ec_meta *m, cn_obj_info *info, cn_obj_reader **out);
+cn_err cn_obj__reader_wrap(cn_obj_store *s, cn_ec_reader *er, cn_ec_meta *m, cn_obj_info *info,
+                           cn_obj_reader **out);
+
+/* heal.c: the background healer (queue + scanner threads), started and stopped with the
+ * store; enqueue copies the reader's object name (never blocks: a full queue drops it, the
+ * scanner finds it later). */
+void cn_obj__heal_start(cn_obj_store *s);
+void cn_obj__heal_stop(cn_obj_store *s);
+void cn_obj__heal_enqueue(cn_obj_store *s, const cn_ec_reader *r);
 
 /* versions.c: committing a new current version under the bucket's versioning state.
  * Under the key's lock: vprep (reads the current version, picks the new version id into

@@ -276,7 +276,7 @@ cn_err cn_obj_open_version(cn_obj_store *s, const char *bucket, const char *key,
 			return e;
 		}
 		if (!e) {
-			e = cn_obj__reader_wrap(er, &m, info, out);
+			e = cn_obj__reader_wrap(s, er, &m, info, out);
 			if (e)
 				cn_ec_reader_close(er);
 		}

@@ -1,0 +1,375 @@
+/* object/heal: healing (object.h "healing") — on demand (cn_obj_heal), from reads that had
+ * to rebuild data (a bounded queue drained by one thread), and by a periodic scanner.
+ *
+ * Invariants:
+ *  H1. An object version is healed under its key's lock (C2), so a heal never races a
+ *      commit or delete of the same key: it rebuilds exactly the version it read.
+ *  H2. Walking never holds a drive directory open across heals: keys are collected in
+ *      batches (after the last one seen) and healed between batches.
+ *  H3. The scanner sleeps after each object for twice the time the object took (at least
+ *      1 ms), so it uses at most about a third of one core's time and of the drives'.
+ *  H4. The queue never blocks a reader: when full, the entry is dropped (the scanner will
+ *      find the object). */
+#include "object/object_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define QUEUE_CAP 1024
+#define BATCH 1000
+#define DEFAULT_SCAN_MS (24LL * 3600 * 1000)
+
+typedef struct heal_item {
+	char *bucket, *key, *vid;
+} heal_item;
+
+typedef struct cn_obj_healer {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	heal_item q[QUEUE_CAP];
+	size_t head, count;
+	bool stop;
+	pthread_t qthread, sthread;
+	bool qstarted, sstarted;
+	uint64_t queued, done;
+} cn_obj_healer;
+
+/* The set holding bucket/key. */
+static cn_ec_set *set_of(cn_obj_store *s, const char *bucket, const char *key)
+{
+	(void)bucket;
+	(void)key;
+	return s->set;
+}
+
+/* --- one version (H1) --------------------------------------------------------------------- */
+
+static void heal_version(cn_obj_store *s, const char *bucket, const char *key, const char *vid,
+                         bool dry_run, cn_obj_heal_totals *t)
+{
+	cn_ec_heal_result res;
+	pthread_rwlock_rdlock(&s->ns_lock);
+	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
+	pthread_mutex_lock(kl);
+	cn_err e = cn_ec_heal(set_of(s, bucket, key), bucket, key, vid, dry_run, &res);
+	pthread_mutex_unlock(kl);
+	pthread_rwlock_unlock(&s->ns_lock);
+	if (e == CN_ERR_NO_KEY || e == CN_ERR_NO_BUCKET || e == CN_ERR_NO_VERSION)
+		return; /* deleted meanwhile */
+	t->scanned++;
+	if (e) {
+		t->failed++;
+		cn_log(CN_LOG_WARN, NULL, "heal: %s/%s%s%s: %s", bucket, key, vid ? " version " : "",
+		       vid ? vid : "", cn_err_str(e));
+		return;
+	}
+	if (!res.drives_bad)
+		return;
+	if (dry_run || res.drives_failed == 0)
+		t->healed++;
+	else
+		t->failed++;
+	t->drives_healed += res.drives_healed;
+	t->bytes += res.bytes_written;
+	if (!dry_run)
+		cn_log(CN_LOG_INFO, NULL, "heal: %s/%s%s%s: %u drive(s) rebuilt, %u failed", bucket, key,
+		       vid ? " version " : "", vid ? vid : "", res.drives_healed, res.drives_failed);
+}
+
+/* The current version and every noncurrent one. */
+static void heal_key(cn_obj_store *s, const char *bucket, const char *key, bool dry_run,
+                     cn_obj_heal_totals *t)
+{
+	cn_ec_set *set = set_of(s, bucket, key);
+	heal_version(s, bucket, key, NULL, dry_run, t);
+	char **vids;
+	size_t n;
+	if (cn_ec_version_list(set, bucket, key, &vids, &n) != CN_OK)
+		return;
+	for (size_t i = 0; i < n; i++)
+		heal_version(s, bucket, key, vids[i], dry_run, t);
+	cn_drive_free_names(vids, n);
+}
+
+/* --- walking (H2) ------------------------------------------------------------------------ */
+
+typedef struct batch {
+	char **keys;
+	size_t n;
+} batch;
+
+static cn_err batch_cb(void *ctx, const char *key, size_t keylen, bool is_prefix, const cn_ec_meta *m)
+{
+	batch *b = ctx;
+	if (is_prefix)
+		return CN_OK;
+	if (b->n == BATCH)
+		return CN_ERR__COUNT; /* full: stop the walk */
+	if (!(b->keys[b->n] = strndup(key, keylen)))
+		return CN_ERR_NOMEM;
+	b->n++;
+	return CN_OK;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+typedef struct heal_run {
+	cn_obj_store *s;
+	bool dry_run, throttle;
+	cn_obj_heal_progress progress;
+	void *ctx;
+	cn_obj_heal_totals *t;
+	int64_t last_report;
+	bool stopped;
+} heal_run;
+
+static cn_err heal_bucket(heal_run *h, cn_ec_set *set, const char *bucket, const char *prefix)
+{
+	batch b = { calloc(BATCH, sizeof(char *)), 0 };
+	if (!b.keys)
+		return CN_ERR_NOMEM;
+	char *after = NULL;
+	cn_err e = CN_OK;
+	for (;;) {
+		b.n = 0;
+		e = cn_ec_walk(set, bucket, prefix ? prefix : "", after, false, batch_cb, &b);
+		if (e == CN_ERR__COUNT)
+			e = CN_OK;
+		if (e)
+			break;
+		for (size_t i = 0; i < b.n && !h->stopped; i++) {
+			int64_t t0 = now_ms();
+			heal_key(h->s, bucket, b.keys[i], h->dry_run, h->t);
+			if (h->progress && now_ms() - h->last_report >= 500) {
+				h->last_report = now_ms();
+				if (!h->progress(h->ctx, h->t, bucket, b.keys[i], false))
+					h->stopped = true;
+			}
+			if (h->throttle) { /* H3 */
+				int64_t took = now_ms() - t0;
+				usleep((useconds_t)((took * 2 > 1 ? took * 2 : 1) * 1000));
+				if (h->s->healer && h->s->healer->stop)
+					h->stopped = true;
+			}
+		}
+		bool more = b.n == BATCH && !h->stopped;
+		char *next = b.n ? b.keys[b.n - 1] : NULL; /* the walk resumes after it */
+		for (size_t i = 0; i + 1 < b.n; i++)
+			free(b.keys[i]);
+		free(after);
+		after = next;
+		if (!more)
+			break;
+	}
+	free(after);
+	free(b.keys);
+	return h->stopped ? CN_ERR_ABORTED : e;
+}
+
+static cn_err heal_all(heal_run *h, const char *bucket, const char *prefix)
+{
+	cn_obj_store *s = h->s;
+	if (bucket && bucket[0]) {
+		cn_err e = cn_obj_head_bucket(s, bucket, NULL);
+		if (e)
+			return e;
+		return heal_bucket(h, set_of(s, bucket, ""), bucket, prefix);
+	}
+	cn_bucket_info *bs;
+	size_t nb;
+	cn_err e = cn_obj_list_buckets(s, &bs, &nb);
+	if (e)
+		return e;
+	for (size_t i = 0; i < nb && !e; i++)
+		e = heal_bucket(h, set_of(s, bs[i].name, ""), bs[i].name, prefix);
+	free(bs);
+	return e;
+}
+
+cn_err cn_obj_heal(cn_obj_store *s, const char *bucket, const char *prefix, bool dry_run,
+                   cn_obj_heal_progress progress, void *ctx, cn_obj_heal_totals *out)
+{
+	memset(out, 0, sizeof *out);
+	heal_run h = { .s = s, .dry_run = dry_run, .progress = progress, .ctx = ctx, .t = out,
+	               .last_report = now_ms() };
+	cn_err e = heal_all(&h, bucket, prefix);
+	if (progress)
+		progress(ctx, out, bucket ? bucket : "", "", true);
+	return e;
+}
+
+/* --- background: queue and scanner -------------------------------------------------------- */
+
+void cn_obj__heal_enqueue(cn_obj_store *s, const cn_ec_reader *r)
+{
+	cn_obj_healer *h = s ? s->healer : NULL;
+	if (!h)
+		return;
+	const char *vol, *key, *vid;
+	cn_ec_reader_name(r, &vol, &key, &vid);
+	heal_item it = { strdup(vol), strdup(key), vid ? strdup(vid) : NULL };
+	if (!it.bucket || !it.key || (vid && !it.vid)) {
+		free(it.bucket);
+		free(it.key);
+		free(it.vid);
+		return;
+	}
+	pthread_mutex_lock(&h->mu);
+	bool dup = false;
+	for (size_t i = 0; i < h->count && !dup; i++) {
+		heal_item *q = &h->q[(h->head + i) % QUEUE_CAP];
+		dup = !strcmp(q->bucket, it.bucket) && !strcmp(q->key, it.key) &&
+		      ((!q->vid && !it.vid) || (q->vid && it.vid && !strcmp(q->vid, it.vid)));
+	}
+	bool take = !dup && h->count < QUEUE_CAP && !h->stop; /* H4 */
+	if (take) {
+		h->q[(h->head + h->count) % QUEUE_CAP] = it;
+		h->count++;
+		h->queued++;
+		pthread_cond_signal(&h->cv);
+	}
+	pthread_mutex_unlock(&h->mu);
+	if (!take) {
+		free(it.bucket);
+		free(it.key);
+		free(it.vid);
+	}
+}
+
+static void *queue_thread(void *arg)
+{
+	cn_obj_store *s = arg;
+	cn_obj_healer *h = s->healer;
+	pthread_mutex_lock(&h->mu);
+	for (;;) {
+		while (!h->stop && h->count == 0)
+			pthread_cond_wait(&h->cv, &h->mu);
+		if (h->stop)
+			break;
+		heal_item it = h->q[h->head];
+		h->head = (h->head + 1) % QUEUE_CAP;
+		h->count--;
+		pthread_mutex_unlock(&h->mu);
+		cn_obj_heal_totals t = { 0 };
+		heal_version(s, it.bucket, it.key, it.vid, false, &t);
+		free(it.bucket);
+		free(it.key);
+		free(it.vid);
+		pthread_mutex_lock(&h->mu);
+		h->done++;
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+static void *scan_thread(void *arg)
+{
+	cn_obj_store *s = arg;
+	cn_obj_healer *h = s->healer;
+	int64_t every = s->cfg.heal_scan_ms > 0 ? s->cfg.heal_scan_ms : DEFAULT_SCAN_MS;
+	pthread_mutex_lock(&h->mu);
+	while (!h->stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		int64_t ns = (int64_t)ts.tv_nsec + (every % 1000) * 1000000;
+		ts.tv_sec += (time_t)(every / 1000 + ns / 1000000000);
+		ts.tv_nsec = (long)(ns % 1000000000);
+		pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+		if (h->stop)
+			break;
+		pthread_mutex_unlock(&h->mu);
+		cn_obj_heal_totals t = { 0 };
+		heal_run run = { .s = s, .throttle = true, .t = &t };
+		cn_err e = heal_all(&run, NULL, NULL);
+		if (t.healed || t.failed || (e && e != CN_ERR_ABORTED))
+			cn_log(CN_LOG_INFO, NULL, "heal: scan done: %llu versions, %llu healed, %llu failed%s%s",
+			       (unsigned long long)t.scanned, (unsigned long long)t.healed,
+			       (unsigned long long)t.failed, e ? ": " : "", e ? cn_err_str(e) : "");
+		pthread_mutex_lock(&h->mu);
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+void cn_obj__heal_start(cn_obj_store *s)
+{
+	cn_obj_healer *h = calloc(1, sizeof *h);
+	if (!h)
+		return;
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->cv, NULL);
+	s->healer = h;
+	h->qstarted = pthread_create(&h->qthread, NULL, queue_thread, s) == 0;
+	if (s->cfg.heal_scan_ms >= 0)
+		h->sstarted = pthread_create(&h->sthread, NULL, scan_thread, s) == 0;
+}
+
+void cn_obj__heal_stop(cn_obj_store *s)
+{
+	cn_obj_healer *h = s->healer;
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->stop = true;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	if (h->qstarted)
+		pthread_join(h->qthread, NULL);
+	if (h->sstarted)
+		pthread_join(h->sthread, NULL);
+	for (size_t i = 0; i < h->count; i++) {
+		heal_item *it = &h->q[(h->head + i) % QUEUE_CAP];
+		free(it->bucket);
+		free(it->key);
+		free(it->vid);
+	}
+	pthread_mutex_destroy(&h->mu);
+	pthread_cond_destroy(&h->cv);
+	s->healer = NULL;
+	free(h);
+}
+
+/* --- state ------------------------------------------------------------------------------- */
+
+cn_err cn_obj_get_state(cn_obj_store *s, cn_obj_state *out)
+{
+	memset(out, 0, sizeof *out);
+	snprintf(out->deployment, sizeof out->deployment, "%s", s->deployment);
+	cn_ec_set *set = s->set;
+	size_t n = cn_ec_set_ndrives(set);
+	out->npools = 1;
+	out->nsets = 1;
+	out->set_size = (unsigned)n;
+	cn_ec_set_parity(set, &out->parity_standard, &out->parity_rrs);
+	out->drives = calloc(n, sizeof *out->drives);
+	if (!out->drives)
+		return CN_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		cn_obj_drive_state *d = &out->drives[i];
+		d->slot = (unsigned)i;
+		cn_drive_info di;
+		const char *ep = cn_ec_set_endpoint(set, i);
+		snprintf(d->endpoint, sizeof d->endpoint, "%s", ep ? ep : "(refused)");
+		if (cn_ec_set_drive_info(set, i, &di) == CN_OK) {
+			d->online = di.online;
+			d->total = di.total;
+			d->free = di.free;
+		}
+	}
+	out->ndrives = n;
+	if (s->healer) {
+		pthread_mutex_lock(&s->healer->mu);
+		out->heal_queued = s->healer->queued;
+		out->heal_done = s->healer->done;
+		pthread_mutex_unlock(&s->healer->mu);
+	}
+	return CN_OK;
+}
