@@ -2,8 +2,8 @@
 # clients.sh: cairn driven by the command-line S3 clients users own — the aws cli (s3 and
 # s3api), s3cmd and rclone — each against a fresh server on 127.0.0.1 with non-default
 # credentials. Every step checks its result; the script stops at the first failure with a
-# message naming the step, and prints the server's log tail. No multipart (not implemented
-# yet): thresholds are raised to 64 MiB and every file stays smaller.
+# message naming the step, and prints the server's log tail. Multipart: every client's
+# threshold is lowered to 5-8 MiB and big.bin (12 MiB + 5) goes up in 5 MiB parts.
 #
 # Usage: tests/integration/clients.sh          (CAIRN_BIN selects the binary)
 # Needs: aws (awscli), s3cmd, rclone, /usr/bin/python3, cmp, diff, md5sum (coreutils, diffutils).
@@ -135,8 +135,8 @@ export AWS_CONFIG_FILE=$WORK/aws-config AWS_SHARED_CREDENTIALS_FILE=$WORK/aws-cr
 export AWS_ACCESS_KEY_ID=$ACCESS AWS_SECRET_ACCESS_KEY=$SECRET AWS_DEFAULT_REGION=us-east-1
 export AWS_PAGER="" AWS_EC2_METADATA_DISABLED=true
 unset AWS_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL 2>/dev/null || true
-$AWS configure set default.s3.multipart_threshold 64MB
-$AWS configure set default.s3.multipart_chunksize 64MB
+$AWS configure set default.s3.multipart_threshold 8MB
+$AWS configure set default.s3.multipart_chunksize 5MB
 $AWS configure set default.s3.addressing_style path
 A=("$AWS" --endpoint-url "$ENDPOINT")
 
@@ -152,6 +152,10 @@ for f in empty.bin one.bin small.bin mid.bin big.bin; do
 done
 step "aws s3 ls files/" "${A[@]}" s3 ls "s3://$B/files/"
 for f in empty.bin one.bin small.bin mid.bin big.bin; do expect_in "$f"; done
+step "aws s3api head-object (multipart ETag)" "${A[@]}" s3api head-object --bucket $B --key files/big.bin
+expect_in '-3\"'
+step "aws s3api list-multipart-uploads (none left)" "${A[@]}" s3api list-multipart-uploads --bucket $B
+expect_not_in '"UploadId"'
 for f in empty.bin one.bin small.bin mid.bin big.bin; do
 	step "aws s3 cp down $f" "${A[@]}" s3 cp "s3://$B/files/$f" "$OUT/$f"
 	same_file "$SRC/$f" "$OUT/$f"
@@ -222,7 +226,8 @@ host_bucket = 127.0.0.1:$PORT
 use_https = False
 signature_v2 = False
 bucket_location = us-east-1
-enable_multipart = False
+enable_multipart = True
+multipart_chunk_size_mb = 5
 check_ssl_certificate = False
 EOF
 S=(s3cmd -c "$CFG" --no-progress)
@@ -274,7 +279,7 @@ export RCLONE_CONFIG_CAIRN_ACCESS_KEY_ID=$ACCESS
 export RCLONE_CONFIG_CAIRN_SECRET_ACCESS_KEY=$SECRET
 export RCLONE_CONFIG_CAIRN_ENDPOINT=$ENDPOINT
 export RCLONE_CONFIG_CAIRN_REGION=us-east-1
-R=(env -u AWS_CA_BUNDLE rclone --s3-upload-cutoff 64M --s3-chunk-size 64M --retries 1 --low-level-retries 1)
+R=(env -u AWS_CA_BUNDLE rclone --s3-upload-cutoff 5M --s3-chunk-size 5M --retries 1 --low-level-retries 1)
 B=rclone-bucket
 OUT=$WORK/out-rclone
 step "rclone mkdir" "${R[@]}" mkdir cairn:$B
