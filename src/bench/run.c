@@ -1541,12 +1541,21 @@ int cn_bench_run(const cn_bench_cfg *c)
 		up.deadline = mono_ns() + 3600 * NS;
 		/* one run, two phases on one clock: the upload (PUTPART), then ranged GETs of the
 		 * parts; each op's report has its own segments */
+		uint64_t up_t0 = mono_ns();
 		if (measure_phase(&g, &up, &pr, true))
 			goto cleanup_out;
+		uint64_t up_ns = mono_ns() - up_t0;
 		uint64_t upload_errs = 0;
 		for (int t = 0; t < g.nthreads; t++)
 			upload_errs += g.w[t].acc.op[CN_BOP_PUTPART].errors;
-		if (upload_errs || !mp_complete(&g, c->parts)) {
+		uint64_t done_t0 = mono_ns();
+		bool completed = !upload_errs && mp_complete(&g, c->parts);
+		uint64_t done_ns = mono_ns() - done_t0;
+		if (completed && !c->quiet)
+			fprintf(stderr, "CompleteMultipartUpload: %d parts in %.1f ms = %.2f%% of the upload "
+			        "phase (%.1f s)\n", c->parts, (double)done_ns / 1e6,
+			        up_ns ? 100.0 * (double)done_ns / (double)up_ns : 0.0, (double)up_ns / 1e9);
+		if (!completed) {
 			fprintf(stderr, "cairn bench: the upload did not complete; no GET phase\n");
 		} else {
 			phase_init(&ph, GEN_GET_PARTS);

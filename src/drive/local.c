@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1521,6 +1522,53 @@ static cn_err local_upload_link(cn_drive *dd, const char *vol, const char *uploa
 	return CN_OK;
 }
 
+/* Trees renamed into tmp (finished uploads) are removed off the request path: a detached
+ * thread per tree, working through its own descriptor of the tmp folder (still valid when
+ * the drive closes; a tree left by an exit is tmp garbage, removed at the next open). */
+typedef struct trash {
+	int fd;
+	char name[64];
+} trash;
+
+static int trash_rm(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	remove(p);
+	return 0;
+}
+
+static void *trash_run(void *arg)
+{
+	trash *t = arg;
+	char path[128];
+	snprintf(path, sizeof path, "/proc/self/fd/%d/%s", t->fd, t->name);
+	nftw(path, trash_rm, 16, FTW_DEPTH | FTW_PHYS);
+	close(t->fd);
+	free(t);
+	return NULL;
+}
+
+/* tmp_rel: a name directly under TMP_DIR. */
+static void trash_later(local_drive *d, const char *tmp_rel)
+{
+	trash *t = calloc(1, sizeof *t);
+	pthread_t th;
+	pthread_attr_t at;
+	if (t && snprintf(t->name, sizeof t->name, "%s", tmp_rel) < (int)sizeof t->name &&
+	    (t->fd = openat(d->root_fd, TMP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		bool ok = pthread_create(&th, &at, trash_run, t) == 0;
+		pthread_attr_destroy(&at);
+		if (ok)
+			return;
+		close(t->fd);
+	}
+	free(t);
+	char path[160];
+	snprintf(path, sizeof path, TMP_DIR "/%s", tmp_rel);
+	remove_path(d, path); /* no thread: remove it now */
+}
+
 static cn_err local_upload_remove(cn_drive *dd, const char *vol, const char *upload_id)
 {
 	local_drive *d = L(dd);
@@ -1536,7 +1584,8 @@ static cn_err local_upload_remove(cn_drive *dd, const char *vol, const char *upl
 		return map_errno(d, errno, "removing upload", path);
 	}
 	pending_full(d);
-	remove_path(d, tmp);
+	snprintf(tmp, sizeof tmp, "%s.mp", id);
+	trash_later(d, tmp);
 	return CN_OK;
 }
 
