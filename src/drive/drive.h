@@ -176,6 +176,20 @@ struct cn_drive {
  * tmp area, and empties tmp (crash garbage). durable=false makes sync a no-op. */
 cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out);
 
+/* Health decorator (drive/health.c): wraps any drive; a call that fails with CN_ERR_IO or
+ * takes longer than stall_ms takes the drive offline — every call then answers
+ * CN_ERR_OFFLINE at once (info: online = false) — and a background prober brings it back
+ * once info plus a small system-file write and read succeed again within stall_ms. Takes
+ * ownership of inner (closed with the wrapper). Calls already blocked in the inner drive
+ * are not interrupted; the limit protects the requests that follow. */
+typedef struct cn_drive_health_cfg {
+	int64_t stall_ms;   /* 0: 30000; < 0: no stall limit */
+	int64_t probe_ms;   /* 0: 5000 */
+} cn_drive_health_cfg;
+cn_err cn_drive_health_wrap(cn_drive *inner, const cn_drive_health_cfg *cfg, cn_drive **out);
+/* True when d is a health wrapper that currently holds its drive offline. */
+bool cn_drive_health_offline(cn_drive *d);
+
 /* Statistics of the local drive's group commit (for benchmarks). */
 void cn_drive_local_sync_stats(cn_drive *d, uint64_t *barriers, uint64_t *flushes);
 

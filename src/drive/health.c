@@ -1,0 +1,465 @@
+/* drive/health: a drive decorator (drive.h cn_drive_health_wrap) that takes a failing or
+ * stalling drive out of service and brings it back when it recovers.
+ *
+ * Invariants:
+ *  W1. A call that fails with CN_ERR_IO / CN_ERR_OFFLINE or takes longer than the stall
+ *      limit marks the drive offline (logged once per outage). Data-level answers
+ *      (NO_KEY, NO_BUCKET, NOT_FOUND, NOSPACE, CORRUPT ...) say nothing about the drive.
+ *  W2. While offline every call returns CN_ERR_OFFLINE at once, without touching the inner
+ *      drive, so one bad drive costs requests nothing but its share of the quorum; handles
+ *      opened before the outage keep working (their own errors still count).
+ *  W3. One prober thread per wrapped drive checks an offline drive every probe interval
+ *      (info, then writing and reading back a small system file) and puts it back online
+ *      when that succeeds within the stall limit (logged).
+ *  W4. A call already blocked inside the inner drive cannot be interrupted (POSIX I/O);
+ *      the limit bounds how long the NEXT requests wait: after one stalled call the drive
+ *      is skipped. */
+#include "drive/drive.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct hdrive {
+	cn_drive base;
+	cn_drive *in;
+	cn_drive_health_cfg cfg;
+	atomic_bool offline;
+	atomic_uint_fast64_t outages;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	pthread_t prober;
+	bool started;
+} hdrive;
+
+typedef struct hfile {
+	hdrive *d;
+	cn_drive_file *in;
+} hfile;
+
+typedef struct hrfile {
+	hdrive *d;
+	cn_drive_rfile *in;
+} hrfile;
+
+static hdrive *H(cn_drive *d) { return (hdrive *)d; }
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void mark_offline(hdrive *d, const char *why)
+{
+	bool was = atomic_exchange(&d->offline, true);
+	if (!was) {
+		atomic_fetch_add(&d->outages, 1);
+		cn_log(CN_LOG_ERROR, NULL, "drive %s: taken offline (%s); requests skip it, probing "
+		       "every %lld ms", d->in->endpoint, why, (long long)d->cfg.probe_ms);
+		pthread_mutex_lock(&d->mu);
+		pthread_cond_signal(&d->cv);
+		pthread_mutex_unlock(&d->mu);
+	}
+}
+
+/* W1: the verdict on one call. */
+static cn_err judge(hdrive *d, cn_err e, int64_t t0, const char *what)
+{
+	int64_t took = mono_ms() - t0;
+	if (e == CN_ERR_IO || e == CN_ERR_OFFLINE) {
+		char why[96];
+		snprintf(why, sizeof why, "%s failed: %s", what, cn_err_str(e));
+		mark_offline(d, why);
+	} else if (d->cfg.stall_ms > 0 && took > d->cfg.stall_ms) {
+		char why[96];
+		snprintf(why, sizeof why, "%s took %lld ms", what, (long long)took);
+		mark_offline(d, why);
+	}
+	return e;
+}
+
+#define GUARD(d)                                  \
+	do {                                          \
+		if (atomic_load(&(d)->offline))           \
+			return CN_ERR_OFFLINE; /* W2 */       \
+	} while (0)
+
+#define CALL(d, what, expr)                       \
+	do {                                          \
+		GUARD(d);                                 \
+		int64_t _t0 = mono_ms();                  \
+		cn_err _e = (expr);                       \
+		return judge((d), _e, _t0, (what));       \
+	} while (0)
+
+static void h_close(cn_drive *dd)
+{
+	hdrive *d = H(dd);
+	if (d->started) {
+		pthread_mutex_lock(&d->mu);
+		d->stop = true;
+		pthread_cond_signal(&d->cv);
+		pthread_mutex_unlock(&d->mu);
+		pthread_join(d->prober, NULL);
+	}
+	pthread_mutex_destroy(&d->mu);
+	pthread_cond_destroy(&d->cv);
+	cn_drive_close(d->in);
+	free(d);
+}
+
+static cn_err h_info(cn_drive *dd, cn_drive_info *out)
+{
+	hdrive *d = H(dd);
+	if (atomic_load(&d->offline)) {
+		memset(out, 0, sizeof *out);
+		return CN_OK; /* answered: online = false */
+	}
+	int64_t t0 = mono_ms();
+	cn_err e = d->in->ops->info(d->in, out);
+	judge(d, e, t0, "info");
+	if (atomic_load(&d->offline))
+		out->online = false;
+	return e;
+}
+
+static cn_err h_read_sys(cn_drive *dd, const char *name, size_t max, cn_buf *out)
+{
+	hdrive *d = H(dd);
+	CALL(d, "read_sys", d->in->ops->read_sys(d->in, name, max, out));
+}
+static cn_err h_write_sys(cn_drive *dd, const char *name, const void *p, size_t len)
+{
+	hdrive *d = H(dd);
+	CALL(d, "write_sys", d->in->ops->write_sys(d->in, name, p, len));
+}
+static cn_err h_remove_sys(cn_drive *dd, const char *name)
+{
+	hdrive *d = H(dd);
+	CALL(d, "remove_sys", d->in->ops->remove_sys(d->in, name));
+}
+static cn_err h_make_vol(cn_drive *dd, const char *vol)
+{
+	hdrive *d = H(dd);
+	CALL(d, "make_vol", d->in->ops->make_vol(d->in, vol));
+}
+static cn_err h_stat_vol(cn_drive *dd, const char *vol, int64_t *mtime_ms)
+{
+	hdrive *d = H(dd);
+	CALL(d, "stat_vol", d->in->ops->stat_vol(d->in, vol, mtime_ms));
+}
+static cn_err h_delete_vol(cn_drive *dd, const char *vol)
+{
+	hdrive *d = H(dd);
+	CALL(d, "delete_vol", d->in->ops->delete_vol(d->in, vol));
+}
+static cn_err h_list_vols(cn_drive *dd, cn_drive_vol **out, size_t *n)
+{
+	hdrive *d = H(dd);
+	CALL(d, "list_vols", d->in->ops->list_vols(d->in, out, n));
+}
+
+static cn_err h_create_file(cn_drive *dd, const char *tmp_id, const char *data_id, const char *name,
+                            cn_drive_file **out)
+{
+	hdrive *d = H(dd);
+	GUARD(d);
+	hfile *f = calloc(1, sizeof *f);
+	if (!f)
+		return CN_ERR_NOMEM;
+	int64_t t0 = mono_ms();
+	cn_err e = judge(d, d->in->ops->create_file(d->in, tmp_id, data_id, name, &f->in), t0, "create");
+	if (e) {
+		free(f);
+		return e;
+	}
+	f->d = d;
+	*out = (cn_drive_file *)(void *)f;
+	return CN_OK;
+}
+
+static cn_err h_file_write(cn_drive_file *ff, const void *p, size_t len)
+{
+	hfile *f = (hfile *)(void *)ff;
+	int64_t t0 = mono_ms();
+	return judge(f->d, f->d->in->ops->file_write(f->in, p, len), t0, "write");
+}
+
+static cn_err h_file_close(cn_drive_file *ff, bool keep)
+{
+	hfile *f = (hfile *)(void *)ff;
+	int64_t t0 = mono_ms();
+	cn_err e = judge(f->d, f->d->in->ops->file_close(f->in, keep), t0, "close");
+	free(f);
+	return e;
+}
+
+static void h_abort_tmp(cn_drive *dd, const char *tmp_id)
+{
+	hdrive *d = H(dd);
+	if (!atomic_load(&d->offline))
+		d->in->ops->abort_tmp(d->in, tmp_id);
+}
+
+static cn_err h_rename_data(cn_drive *dd, const char *tmp_id, const char *data_id, const char *vol,
+                            const char *key, const void *rec, size_t reclen)
+{
+	hdrive *d = H(dd);
+	CALL(d, "rename_data", d->in->ops->rename_data(d->in, tmp_id, data_id, vol, key, rec, reclen));
+}
+static cn_err h_read_meta(cn_drive *dd, const char *vol, const char *key, size_t max, cn_buf *out)
+{
+	hdrive *d = H(dd);
+	CALL(d, "read_meta", d->in->ops->read_meta(d->in, vol, key, max, out));
+}
+static cn_err h_delete_meta(cn_drive *dd, const char *vol, const char *key)
+{
+	hdrive *d = H(dd);
+	CALL(d, "delete_meta", d->in->ops->delete_meta(d->in, vol, key));
+}
+static cn_err h_delete_data(cn_drive *dd, const char *vol, const char *key, const char *data_id)
+{
+	hdrive *d = H(dd);
+	CALL(d, "delete_data", d->in->ops->delete_data(d->in, vol, key, data_id));
+}
+
+static cn_err h_open_data(cn_drive *dd, const char *vol, const char *key, const char *data_id,
+                          const char *name, cn_drive_rfile **out)
+{
+	hdrive *d = H(dd);
+	GUARD(d);
+	hrfile *f = calloc(1, sizeof *f);
+	if (!f)
+		return CN_ERR_NOMEM;
+	int64_t t0 = mono_ms();
+	cn_err e = judge(d, d->in->ops->open_data(d->in, vol, key, data_id, name, &f->in), t0, "open");
+	if (e) {
+		free(f);
+		return e;
+	}
+	f->d = d;
+	*out = (cn_drive_rfile *)(void *)f;
+	return CN_OK;
+}
+
+static cn_err h_rfile_read(cn_drive_rfile *ff, int64_t off, void *buf, size_t len, size_t *got)
+{
+	hrfile *f = (hrfile *)(void *)ff;
+	int64_t t0 = mono_ms();
+	return judge(f->d, f->d->in->ops->rfile_read(f->in, off, buf, len, got), t0, "read");
+}
+static int h_rfile_fd(cn_drive_rfile *ff)
+{
+	hrfile *f = (hrfile *)(void *)ff;
+	return f->d->in->ops->rfile_fd(f->in);
+}
+static int64_t h_rfile_size(cn_drive_rfile *ff)
+{
+	hrfile *f = (hrfile *)(void *)ff;
+	return f->d->in->ops->rfile_size(f->in);
+}
+static void h_rfile_close(cn_drive_rfile *ff)
+{
+	hrfile *f = (hrfile *)(void *)ff;
+	if (!f)
+		return;
+	f->d->in->ops->rfile_close(f->in);
+	free(f);
+}
+
+static cn_err h_walk(cn_drive *dd, const char *vol, const char *prefix, const char *after,
+                     bool slash_delim, cn_drive_walk_fn fn, void *ctx)
+{
+	hdrive *d = H(dd);
+	GUARD(d);
+	/* a walk's length depends on the callback's work: only its errors count */
+	cn_err e = d->in->ops->walk(d->in, vol, prefix, after, slash_delim, fn, ctx);
+	if (e == CN_ERR_IO)
+		mark_offline(d, "walk failed");
+	return e;
+}
+
+static cn_err h_version_keep(cn_drive *dd, const char *vol, const char *key, const char *vid)
+{
+	hdrive *d = H(dd);
+	CALL(d, "version_keep", d->in->ops->version_keep(d->in, vol, key, vid));
+}
+static cn_err h_version_read(cn_drive *dd, const char *vol, const char *key, const char *vid,
+                             size_t max, cn_buf *out)
+{
+	hdrive *d = H(dd);
+	CALL(d, "version_read", d->in->ops->version_read(d->in, vol, key, vid, max, out));
+}
+static cn_err h_version_list(cn_drive *dd, const char *vol, const char *key, char ***vids, size_t *n)
+{
+	hdrive *d = H(dd);
+	CALL(d, "version_list", d->in->ops->version_list(d->in, vol, key, vids, n));
+}
+static cn_err h_version_delete(cn_drive *dd, const char *vol, const char *key, const char *vid)
+{
+	hdrive *d = H(dd);
+	CALL(d, "version_delete", d->in->ops->version_delete(d->in, vol, key, vid));
+}
+static cn_err h_version_promote(cn_drive *dd, const char *vol, const char *key, const char *vid)
+{
+	hdrive *d = H(dd);
+	CALL(d, "version_promote", d->in->ops->version_promote(d->in, vol, key, vid));
+}
+static cn_err h_version_write(cn_drive *dd, const char *vol, const char *key, const char *vid,
+                              const void *rec, size_t reclen)
+{
+	hdrive *d = H(dd);
+	CALL(d, "version_write", d->in->ops->version_write(d->in, vol, key, vid, rec, reclen));
+}
+static cn_err h_upload_write(cn_drive *dd, const char *vol, const char *upload_id, const char *name,
+                             bool create, const void *p, size_t len)
+{
+	hdrive *d = H(dd);
+	CALL(d, "upload_write", d->in->ops->upload_write(d->in, vol, upload_id, name, create, p, len));
+}
+static cn_err h_upload_read(cn_drive *dd, const char *vol, const char *upload_id, const char *name,
+                            size_t max, cn_buf *out)
+{
+	hdrive *d = H(dd);
+	CALL(d, "upload_read", d->in->ops->upload_read(d->in, vol, upload_id, name, max, out));
+}
+static cn_err h_upload_list(cn_drive *dd, const char *vol, const char *upload_id, char ***names,
+                            size_t *n)
+{
+	hdrive *d = H(dd);
+	CALL(d, "upload_list", d->in->ops->upload_list(d->in, vol, upload_id, names, n));
+}
+static cn_err h_upload_take(cn_drive *dd, const char *tmp_id, const char *data_id, const char *src,
+                            const char *vol, const char *upload_id, const char *dst)
+{
+	hdrive *d = H(dd);
+	CALL(d, "upload_take", d->in->ops->upload_take(d->in, tmp_id, data_id, src, vol, upload_id, dst));
+}
+static cn_err h_upload_link(cn_drive *dd, const char *vol, const char *upload_id, const char *src,
+                            const char *tmp_id, const char *data_id, const char *dst)
+{
+	hdrive *d = H(dd);
+	CALL(d, "upload_link", d->in->ops->upload_link(d->in, vol, upload_id, src, tmp_id, data_id, dst));
+}
+static cn_err h_upload_remove(cn_drive *dd, const char *vol, const char *upload_id)
+{
+	hdrive *d = H(dd);
+	CALL(d, "upload_remove", d->in->ops->upload_remove(d->in, vol, upload_id));
+}
+static cn_err h_sync(cn_drive *dd)
+{
+	hdrive *d = H(dd);
+	CALL(d, "sync", d->in->ops->sync(d->in));
+}
+
+static const cn_drive_ops health_ops = {
+	.close = h_close,
+	.info = h_info,
+	.read_sys = h_read_sys,
+	.write_sys = h_write_sys,
+	.remove_sys = h_remove_sys,
+	.make_vol = h_make_vol,
+	.stat_vol = h_stat_vol,
+	.delete_vol = h_delete_vol,
+	.list_vols = h_list_vols,
+	.create_file = h_create_file,
+	.file_write = h_file_write,
+	.file_close = h_file_close,
+	.abort_tmp = h_abort_tmp,
+	.rename_data = h_rename_data,
+	.read_meta = h_read_meta,
+	.delete_meta = h_delete_meta,
+	.delete_data = h_delete_data,
+	.open_data = h_open_data,
+	.rfile_read = h_rfile_read,
+	.rfile_fd = h_rfile_fd,
+	.rfile_size = h_rfile_size,
+	.rfile_close = h_rfile_close,
+	.walk = h_walk,
+	.version_keep = h_version_keep,
+	.version_read = h_version_read,
+	.version_list = h_version_list,
+	.version_delete = h_version_delete,
+	.version_promote = h_version_promote,
+	.version_write = h_version_write,
+	.upload_write = h_upload_write,
+	.upload_read = h_upload_read,
+	.upload_list = h_upload_list,
+	.upload_take = h_upload_take,
+	.upload_link = h_upload_link,
+	.upload_remove = h_upload_remove,
+	.sync = h_sync,
+};
+
+/* W3: one probe of the inner drive. */
+static bool probe(hdrive *d)
+{
+	int64_t t0 = mono_ms();
+	cn_drive_info di;
+	static const char body[] = "cairn drive probe\n";
+	cn_buf b;
+	cn_buf_init(&b);
+	bool ok = d->in->ops->info(d->in, &di) == CN_OK && di.online &&
+	          d->in->ops->write_sys(d->in, "probe", body, sizeof body - 1) == CN_OK &&
+	          d->in->ops->read_sys(d->in, "probe", 256, &b) == CN_OK && b.len == sizeof body - 1 &&
+	          !memcmp(b.p, body, b.len);
+	cn_buf_fini(&b);
+	return ok && (d->cfg.stall_ms <= 0 || mono_ms() - t0 <= d->cfg.stall_ms);
+}
+
+static void *prober(void *arg)
+{
+	hdrive *d = arg;
+	pthread_mutex_lock(&d->mu);
+	while (!d->stop) {
+		if (!atomic_load(&d->offline)) {
+			pthread_cond_wait(&d->cv, &d->mu);
+			continue;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		int64_t ns = (int64_t)ts.tv_nsec + (d->cfg.probe_ms % 1000) * 1000000;
+		ts.tv_sec += (time_t)(d->cfg.probe_ms / 1000 + ns / 1000000000);
+		ts.tv_nsec = (long)(ns % 1000000000);
+		pthread_cond_timedwait(&d->cv, &d->mu, &ts);
+		if (d->stop)
+			break;
+		pthread_mutex_unlock(&d->mu);
+		bool back = probe(d);
+		pthread_mutex_lock(&d->mu);
+		if (back && atomic_exchange(&d->offline, false))
+			cn_log(CN_LOG_INFO, NULL, "drive %s: back online (probe passed)", d->in->endpoint);
+	}
+	pthread_mutex_unlock(&d->mu);
+	return NULL;
+}
+
+cn_err cn_drive_health_wrap(cn_drive *inner, const cn_drive_health_cfg *cfg, cn_drive **out)
+{
+	hdrive *d = calloc(1, sizeof *d);
+	if (!d)
+		return CN_ERR_NOMEM;
+	d->base.ops = &health_ops;
+	snprintf(d->base.endpoint, sizeof d->base.endpoint, "%s", inner->endpoint);
+	d->in = inner;
+	d->cfg.stall_ms = cfg && cfg->stall_ms ? cfg->stall_ms : 30000;
+	d->cfg.probe_ms = cfg && cfg->probe_ms > 0 ? cfg->probe_ms : 5000;
+	atomic_init(&d->offline, false);
+	atomic_init(&d->outages, 0);
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_cond_init(&d->cv, NULL);
+	d->started = pthread_create(&d->prober, NULL, prober, d) == 0;
+	*out = &d->base;
+	return CN_OK;
+}
+
+bool cn_drive_health_offline(cn_drive *d)
+{
+	return d && d->ops == &health_ops && atomic_load(&H(d)->offline);
+}
