@@ -165,6 +165,11 @@ typedef struct cn_drive_ops {
 	 * (file data, records, folder entries) is on stable storage. Group commit: concurrent
 	 * callers share one flush. */
 	cn_err (*sync)(cn_drive *d);
+	/* Drives whose sync() calls share one flush (e.g. folders of one filesystem synced by
+	 * syncfs) return the same non-NULL token: one sync of any of them makes the changes
+	 * of all of them durable, so a caller syncing several drives syncs one per token.
+	 * NULL or a unique token: sync each. May be NULL (the op). */
+	const void *(*sync_group)(cn_drive *d);
 } cn_drive_ops;
 
 struct cn_drive {

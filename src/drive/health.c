@@ -357,6 +357,11 @@ static cn_err h_sync(cn_drive *dd)
 	hdrive *d = H(dd);
 	CALL(d, "sync", d->in->ops->sync(d->in));
 }
+static const void *h_sync_group(cn_drive *dd)
+{
+	hdrive *d = H(dd);
+	return d->in->ops->sync_group ? d->in->ops->sync_group(d->in) : (const void *)d;
+}
 
 static const cn_drive_ops health_ops = {
 	.close = h_close,
@@ -395,6 +400,7 @@ static const cn_drive_ops health_ops = {
 	.upload_link = h_upload_link,
 	.upload_remove = h_upload_remove,
 	.sync = h_sync,
+	.sync_group = h_sync_group,
 };
 
 /* W3: one probe of the inner drive. */

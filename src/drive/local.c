@@ -38,18 +38,66 @@
 #define WALK_REC_MAX (64u << 20)
 #define PATH_CAP 4096
 
+/* One syncfs group commit per filesystem (S1-S3): drives that are folders of one
+ * filesystem share it, since one syncfs flushes all of them (S4). */
+typedef struct syncgroup {
+	dev_t dev;
+	int refs;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t started, completed, failed_gen; /* S1-S3 */
+	bool running;
+	uint64_t barriers, flushes;
+	struct syncgroup *next;
+} syncgroup;
+
 typedef struct local_drive {
 	cn_drive base;
 	int root_fd;
 	bool durable;
 	bool sync_mode_full;     /* default: every sync() is a syncfs group commit;
 	                            CAIRN_SYNC=fsync: targeted fsyncs (below) */
-	pthread_mutex_t sync_mu;
-	pthread_cond_t sync_cv;
-	uint64_t started, completed, failed_gen; /* S1-S3 */
-	bool running;
-	uint64_t barriers, flushes;
+	syncgroup *sg;
 } local_drive;
+
+static pthread_mutex_t groups_mu = PTHREAD_MUTEX_INITIALIZER;
+static syncgroup *groups;
+
+static syncgroup *group_get(dev_t dev)
+{
+	pthread_mutex_lock(&groups_mu);
+	syncgroup *g = groups;
+	while (g && g->dev != dev)
+		g = g->next;
+	if (!g && (g = calloc(1, sizeof *g))) {
+		g->dev = dev;
+		pthread_mutex_init(&g->mu, NULL);
+		pthread_cond_init(&g->cv, NULL);
+		g->next = groups;
+		groups = g;
+	}
+	if (g)
+		g->refs++;
+	pthread_mutex_unlock(&groups_mu);
+	return g;
+}
+
+static void group_put(syncgroup *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_lock(&groups_mu);
+	if (--g->refs == 0) {
+		syncgroup **pp = &groups;
+		while (*pp != g)
+			pp = &(*pp)->next;
+		*pp = g->next;
+		pthread_mutex_destroy(&g->mu);
+		pthread_cond_destroy(&g->cv);
+		free(g);
+	}
+	pthread_mutex_unlock(&groups_mu);
+}
 
 struct cn_drive_file {
 	local_drive *d;
@@ -197,45 +245,85 @@ static void tmp_path(char *out, size_t cap, const char *tmp_id, const char *rest
  *      by the calling thread for that drive and clears them, so a request's own changes
  *      are durable when its sync() returns CN_OK. */
 #define PENDING_MAX 24
-static __thread struct {
+#define PENDING_DIR_CAP 1200   /* longer folder paths fall back to a syncfs */
+#define PENDING_SLOTS 16       /* drives with unsynced changes per thread (a set's drives) */
+typedef struct pending_slot {
 	local_drive *d;
 	bool need_full;
 	int n;
-	char dirs[PENDING_MAX][PATH_CAP];
-} pending;
+	char dirs[PENDING_MAX][PENDING_DIR_CAP];
+} pending_slot;
+static __thread pending_slot pendings[PENDING_SLOTS];
 
-static void pending_reset(local_drive *d)
+static cn_err fsync_dir(local_drive *d, const char *path);
+static cn_err syncfs_group(local_drive *d);
+
+/* Syncs and clears one slot (T1). */
+static cn_err pending_flush(pending_slot *p)
 {
-	if (pending.d != d) {
-		pending.d = d;
-		pending.n = 0;
-		pending.need_full = false;
+	cn_err e = CN_OK;
+	/* deepest folders were recorded last; any order is correct */
+	for (int i = p->n - 1; i >= 0; i--) {
+		cn_err e2 = fsync_dir(p->d, p->dirs[i]);
+		if (e2 && !e)
+			e = e2;
 	}
+	p->n = 0;
+	if (p->need_full) {
+		p->need_full = false;
+		cn_err e2 = syncfs_group(p->d);
+		if (e2 && !e)
+			e = e2;
+	}
+	return e;
+}
+
+/* The calling thread's slot for d; create: take a free one, else flush the oldest-used
+ * other slot now (its changes become durable early, which is always allowed). NULL only
+ * when !create and d has none. */
+static pending_slot *pending_slot_of(local_drive *d, bool create)
+{
+	pending_slot *free_slot = NULL;
+	for (int i = 0; i < PENDING_SLOTS; i++) {
+		if (pendings[i].d == d)
+			return &pendings[i];
+		if (!free_slot && (!pendings[i].d || (!pendings[i].n && !pendings[i].need_full)))
+			free_slot = &pendings[i];
+	}
+	if (!create)
+		return NULL;
+	if (!free_slot) {
+		free_slot = &pendings[0];
+		pending_flush(free_slot);
+	}
+	free_slot->d = d;
+	free_slot->n = 0;
+	free_slot->need_full = false;
+	return free_slot;
 }
 
 static void pending_dir(local_drive *d, const char *dir, size_t len)
 {
 	if (!d->durable || d->sync_mode_full)
 		return;
-	pending_reset(d);
-	for (int i = 0; i < pending.n; i++)
-		if (strlen(pending.dirs[i]) == len && memcmp(pending.dirs[i], dir, len) == 0)
+	pending_slot *p = pending_slot_of(d, true);
+	for (int i = 0; i < p->n; i++)
+		if (strlen(p->dirs[i]) == len && memcmp(p->dirs[i], dir, len) == 0)
 			return;
-	if (pending.n == PENDING_MAX || len >= PATH_CAP) {
-		pending.need_full = true;
+	if (p->n == PENDING_MAX || len >= PENDING_DIR_CAP) {
+		p->need_full = true;
 		return;
 	}
-	memcpy(pending.dirs[pending.n], dir, len);
-	pending.dirs[pending.n][len] = 0;
-	pending.n++;
+	memcpy(p->dirs[p->n], dir, len);
+	p->dirs[p->n][len] = 0;
+	p->n++;
 }
 
 static void pending_full(local_drive *d)
 {
 	if (!d->durable)
 		return;
-	pending_reset(d);
-	pending.need_full = true;
+	pending_slot_of(d, true)->need_full = true;
 }
 
 static cn_err fsync_dir(local_drive *d, const char *path)
@@ -1158,8 +1246,6 @@ static cn_err local_walk(cn_drive *dd, const char *vol, const char *prefix, cons
 
 /* --- sync (group commit, invariants S1-S3) ------------------------------------------ */
 
-static cn_err syncfs_group(local_drive *d);
-
 static cn_err local_sync(cn_drive *dd)
 {
 	local_drive *d = L(dd);
@@ -1167,62 +1253,60 @@ static cn_err local_sync(cn_drive *dd)
 		return CN_OK;
 	if (d->sync_mode_full)
 		return syncfs_group(d);
-	pending_reset(d);
-	cn_err e = CN_OK;
-	/* T1: deepest folders were recorded last; any order is correct. */
-	for (int i = pending.n - 1; i >= 0; i--) {
-		cn_err e2 = fsync_dir(d, pending.dirs[i]);
-		if (e2 && !e)
-			e = e2;
-	}
-	pending.n = 0;
-	if (pending.need_full) {
-		pending.need_full = false;
-		cn_err e2 = syncfs_group(d);
-		if (e2 && !e)
-			e = e2;
-	}
+	pending_slot *p = pending_slot_of(d, false);
+	cn_err e = p ? pending_flush(p) : CN_OK;
+	if (p)
+		p->d = NULL;
 	return e;
 }
 
-/* The syncfs group commit (invariants S1-S3 above). */
+/* S4: one group per filesystem; its syncfs runs on the fd of whichever drive leads. */
 static cn_err syncfs_group(local_drive *d)
 {
-	pthread_mutex_lock(&d->sync_mu);
-	d->barriers++;
-	uint64_t target = d->started + 1; /* S2 */
-	while (d->completed < target) {
-		if (d->running) {
-			pthread_cond_wait(&d->sync_cv, &d->sync_mu);
+	syncgroup *g = d->sg;
+	pthread_mutex_lock(&g->mu);
+	g->barriers++;
+	uint64_t target = g->started + 1; /* S2 */
+	while (g->completed < target) {
+		if (g->running) {
+			pthread_cond_wait(&g->cv, &g->mu);
 			continue;
 		}
-		d->running = true;
-		uint64_t gen = ++d->started;
-		pthread_mutex_unlock(&d->sync_mu);
+		g->running = true;
+		uint64_t gen = ++g->started;
+		pthread_mutex_unlock(&g->mu);
 		int rc = syncfs(d->root_fd);
 		int err = errno;
-		pthread_mutex_lock(&d->sync_mu);
-		d->running = false;
-		d->completed = gen;
-		d->flushes++;
+		pthread_mutex_lock(&g->mu);
+		g->running = false;
+		g->completed = gen;
+		g->flushes++;
 		if (rc < 0) {
-			d->failed_gen = gen;
+			g->failed_gen = gen;
 			cn_log(CN_LOG_ERROR, NULL, "drive %s: syncfs: %s", d->base.endpoint, strerror(err));
 		}
-		pthread_cond_broadcast(&d->sync_cv);
+		pthread_cond_broadcast(&g->cv);
 	}
-	cn_err e = d->failed_gen >= target ? CN_ERR_IO : CN_OK; /* S3 */
-	pthread_mutex_unlock(&d->sync_mu);
+	cn_err e = g->failed_gen >= target ? CN_ERR_IO : CN_OK; /* S3 */
+	pthread_mutex_unlock(&g->mu);
 	return e;
+}
+
+/* What one sync() of this drive makes durable beyond itself: in syncfs mode the whole
+ * filesystem (every drive of the group); in targeted mode only its own changes. */
+static const void *local_sync_group(cn_drive *dd)
+{
+	local_drive *d = L(dd);
+	return d->sync_mode_full ? (const void *)d->sg : (const void *)d;
 }
 
 void cn_drive_local_sync_stats(cn_drive *dd, uint64_t *barriers, uint64_t *flushes)
 {
 	local_drive *d = L(dd);
-	pthread_mutex_lock(&d->sync_mu);
-	*barriers = d->barriers;
-	*flushes = d->flushes;
-	pthread_mutex_unlock(&d->sync_mu);
+	pthread_mutex_lock(&d->sg->mu);
+	*barriers = d->sg->barriers;
+	*flushes = d->sg->flushes;
+	pthread_mutex_unlock(&d->sg->mu);
 }
 
 /* --- versions ------------------------------------------------------------------------ */
@@ -1593,8 +1677,7 @@ static void local_close(cn_drive *dd)
 {
 	local_drive *d = L(dd);
 	close(d->root_fd);
-	pthread_mutex_destroy(&d->sync_mu);
-	pthread_cond_destroy(&d->sync_cv);
+	group_put(d->sg);
 	free(d);
 }
 
@@ -1635,6 +1718,7 @@ static const cn_drive_ops local_ops = {
 	.upload_link = local_upload_link,
 	.upload_remove = local_upload_remove,
 	.sync = local_sync,
+	.sync_group = local_sync_group,
 };
 
 cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out)
@@ -1664,8 +1748,13 @@ cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out)
 		const char *m = getenv("CAIRN_SYNC");
 		d->sync_mode_full = !(m && strcmp(m, "fsync") == 0);
 	}
-	pthread_mutex_init(&d->sync_mu, NULL);
-	pthread_cond_init(&d->sync_cv, NULL);
+	struct stat st;
+	d->sg = fstat(fd, &st) == 0 ? group_get(st.st_dev) : NULL;
+	if (!d->sg) {
+		close(fd);
+		free(d);
+		return CN_ERR_NOMEM;
+	}
 	cn_err e = CN_OK;
 	static const char *const dirs[] = { SYS_DIR, TMP_DIR, SYS_DIR "/buckets" };
 	for (size_t i = 0; i < 3 && !e; i++)

@@ -347,8 +347,19 @@ cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n)
 cn_err cn_ec_sync(cn_ec_set *s)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
-	for (size_t i = 0; i < s->n; i++)
-		errs[i] = D(s, i) ? cn_drive_sync(D(s, i)) : CN_ERR_OFFLINE;
+	const void *tok[CN_EC_MAX_DRIVES];
+	for (size_t i = 0; i < s->n; i++) {
+		tok[i] = D(s, i) && D(s, i)->ops->sync_group ? D(s, i)->ops->sync_group(D(s, i)) : NULL;
+		size_t j = 0; /* a drive whose flush an earlier one shared: its verdict */
+		while (j < i && !(tok[i] && tok[j] == tok[i] && D(s, j)))
+			j++;
+		if (!D(s, i))
+			errs[i] = CN_ERR_OFFLINE;
+		else if (j < i)
+			errs[i] = errs[j];
+		else
+			errs[i] = cn_drive_sync(D(s, i));
+	}
 	return reduce_quorum(errs, s->n, write_quorum(s));
 }
 
