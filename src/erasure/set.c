@@ -42,6 +42,8 @@ struct cn_ec_set {
 	int m_rrs;                          /* REDUCED_REDUNDANCY parity */
 	cn_codec *codec, *codec_rrs;        /* NULL for the plain (one drive) set */
 	cn_rcache *rc;                      /* record cache (erasure_int.h), plain sets only */
+	size_t read_skip;                   /* benchmarks: reads treat slots 0..read_skip-1 as
+	                                       offline (CAIRN_DEBUG_READ_OFFLINE_SLOTS) */
 };
 
 #define D(s, i) ((s)->drives[i])
@@ -81,6 +83,7 @@ struct cn_ec_reader {
 	uint8_t dist[CN_EC_MAX_DRIVES];
 	int8_t slot_of[CN_EC_MAX_DRIVES];   /* shard index -> slot (-1: no good slot) */
 	bool good[CN_EC_MAX_DRIVES];        /* slot's record agrees (E2) */
+	bool offline[CN_EC_MAX_DRIVES];     /* slot's drive did not answer */
 	unsigned char *inl[CN_EC_MAX_DRIVES]; /* owned: coded inline streams per slot */
 	size_t inl_len[CN_EC_MAX_DRIVES];
 	cn_drive_rfile *cf[CN_EC_MAX_DRIVES]; /* open shard files of part cpart */
@@ -185,6 +188,16 @@ cn_err cn_ec_set_new(cn_drive **drives, size_t ndrives, unsigned parity, unsigne
 		cn_codec_free(s->codec);
 		free(s);
 		return e;
+	}
+	/* Measuring degraded reads (docs/PERF.md): reads (records and shards) act as if the
+	 * first N slots' drives were gone, writes still reach every drive. */
+	const char *skip = getenv("CAIRN_DEBUG_READ_OFFLINE_SLOTS");
+	if (skip && ndrives > 1) {
+		s->read_skip = (size_t)strtoul(skip, NULL, 10);
+		if (s->read_skip > parity)
+			s->read_skip = parity;
+		cn_log(CN_LOG_WARN, NULL, "erasure: CAIRN_DEBUG_READ_OFFLINE_SLOTS: reads skip %zu drive(s) "
+		       "of every set (benchmarking degraded reads)", s->read_skip);
 	}
 	*out = s;
 	return CN_OK;
@@ -720,7 +733,7 @@ static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
 	cn_err e;
 	if (cached)
 		e = CN_OK;
-	else if (!dr)
+	else if (!dr || d < s->read_skip)
 		e = CN_ERR_OFFLINE;
 	else if (kind == REC_CURRENT)
 		e = dr->ops->read_meta(dr, vol, key, CN_EC_RECORD_MAX, &rec);
@@ -754,9 +767,10 @@ static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
  * chosen one; *pick is one such drive. */
 static cn_err read_quorum_recs(cn_ec_set *s, rec_kind kind, const char *vol, const char *key,
                                const char *name, bool skip_inline, cn_ec_meta *ms, bool *agree,
-                               size_t *pick)
+                               size_t *pick, cn_err *errs_out)
 {
-	cn_err errs[CN_EC_MAX_DRIVES];
+	cn_err errs_own[CN_EC_MAX_DRIVES];
+	cn_err *errs = errs_out ? errs_out : errs_own;
 	uint64_t ids[CN_EC_MAX_DRIVES];
 	size_t n = s->n;
 	for (size_t d = 0; d < n; d++) {
@@ -819,7 +833,7 @@ static cn_err read_rec(cn_ec_set *s, rec_kind kind, const char *vol, const char 
 	size_t pick = 0;
 	for (size_t d = 0; d < s->n; d++)
 		cn_ec_meta_init(&ms[d]);
-	cn_err e = read_quorum_recs(s, kind, vol, key, name, skip_inline, ms, agree, &pick);
+	cn_err e = read_quorum_recs(s, kind, vol, key, name, skip_inline, ms, agree, &pick, NULL);
 	if (!e) {
 		cn_ec_meta_fini(m);
 		*m = ms[pick];
@@ -1072,11 +1086,12 @@ static cn_err open_coded(cn_ec_reader *r, const char *vid, cn_ec_meta *m)
 	cn_ec_set *s = r->s;
 	cn_ec_meta ms[CN_EC_MAX_DRIVES];
 	bool agree[CN_EC_MAX_DRIVES];
+	cn_err errs[CN_EC_MAX_DRIVES];
 	size_t pick = 0;
 	for (size_t d = 0; d < s->n; d++)
 		cn_ec_meta_init(&ms[d]);
 	cn_err e = read_quorum_recs(s, vid ? REC_VERSION : REC_CURRENT, r->vol, r->key, vid, false, ms,
-	                            agree, &pick);
+	                            agree, &pick, errs);
 	if (!e) {
 		const cn_ec_meta *c = &ms[pick];
 		r->size = c->size;
@@ -1097,8 +1112,9 @@ static cn_err open_coded(cn_ec_reader *r, const char *vid, cn_ec_meta *m)
 			r->slot_of[j] = -1;
 		for (size_t d = 0; d < s->n; d++) {
 			r->good[d] = agree[d];
-			if (!agree[d])
-				r->degraded = true; /* missing or stale record: heal */
+			r->offline[d] = errs[d] == CN_ERR_OFFLINE;
+			if (!agree[d] && errs[d] != CN_ERR_OFFLINE)
+				r->degraded = true; /* missing or stale record on a drive we can write: heal */
 			if (agree[d] && r->dist[d] < s->n)
 				r->slot_of[r->dist[d]] = (int8_t)d;
 			if (agree[d] && ms[d].has_inline) {
@@ -1288,7 +1304,7 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 	size_t nbad = 0;
 	bool is_inline = m.has_inline || m.data_id[0] == 0;
 	for (size_t d = 0; d < s->n; d++) {
-		if (!D(s, d))
+		if (!D(s, d) || r->offline[d])
 			continue; /* offline: nothing to write to */
 		bad[d] = !r->good[d];
 	}
