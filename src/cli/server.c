@@ -1,9 +1,10 @@
 /* cli/server.c: `cairn server DIR... [--address HOST:PORT]` — reads credentials and knobs
- * from flags and the environment (CAIRN_* with MINIO_* aliases, DESIGN.md §1), opens the
- * object store, wires net -> http -> s3 and runs until SIGTERM/SIGINT, then finishes the
- * requests in flight and exits 0. */
+ * from flags and the environment (CAIRN_* with MINIO_* aliases, DESIGN.md §1), lays the
+ * drive arguments out as pools of erasure sets (cluster/layout.h, MinIO's rules), opens the
+ * object store over that topology, wires net -> http -> s3 and runs until SIGTERM/SIGINT,
+ * then finishes the requests in flight and exits 0. */
 #include "cli/cli.h"
-#include "cluster/cluster.h"
+#include "cluster/layout.h"
 #include "net/net.h"
 #include "s3/s3.h"
 
@@ -45,10 +46,20 @@ static cn_conn_verdict serve_inline(void *ctx, cn_conn *c)
 static void server_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: cairn server DIR [--address HOST:PORT] [options]\n"
+		"usage: cairn server DIR... [--address HOST:PORT] [options]\n"
 		"\n"
-		"Serves S3 from DIR (created if missing). Today one drive folder; erasure-coded\n"
-		"drive sets (DIR{1...N}) come next.\n"
+		"Serves S3 from drive folders (created if missing):\n"
+		"  cairn server ./data                    one drive, no erasure coding\n"
+		"  cairn server /mnt/disk{1...16}         one pool of 16 drives, erasure coded\n"
+		"  cairn server /a/d{1...8} /b/d{1...8}   two pools (each argument with {x...y} is one pool)\n"
+		"  cairn server /d1 /d2 /d3 /d4           one pool of the drives listed\n"
+		"{x...y} expands to a range (numbers, zero-padded as written, or letters); several in\n"
+		"one argument form their product. Each pool is cut into erasure sets of 2..16 drives as\n"
+		"MinIO does (the largest size dividing the drive count that keeps sets symmetric);\n"
+		"objects are spread over the sets by a hash of their key, and new objects go to the\n"
+		"pool with the most free space. Each set stores an object as K data + M parity\n"
+		"shards and keeps serving it with up to M drives missing. Distributed deployments\n"
+		"(http://host{1...4}/disk{1...4}) are not supported yet.\n"
 		"\n"
 		"options:\n"
 		"  --address HOST:PORT  listen address (default :9000, all interfaces)\n"
@@ -63,6 +74,11 @@ static void server_usage(FILE *f)
 		"environment:\n"
 		"  CAIRN_ROOT_USER, CAIRN_ROOT_PASSWORD  root credentials (also MINIO_ROOT_USER,\n"
 		"                                       MINIO_ROOT_PASSWORD); default minioadmin\n"
+		"  CAIRN_ERASURE_SET_DRIVE_COUNT        drives per erasure set (2..16, must divide every\n"
+		"                                       pool's drive count; also MINIO_...)\n"
+		"  CAIRN_STORAGE_CLASS_STANDARD=EC:n    parity of STANDARD objects (default by set size:\n"
+		"                                       2-3 -> 1, 4-5 -> 2, 6-7 -> 3, 8-16 -> 4)\n"
+		"  CAIRN_STORAGE_CLASS_RRS=EC:n         parity of REDUCED_REDUNDANCY objects (default 1)\n"
 		"  CAIRN_API_STALE_UPLOADS_EXPIRY       incomplete multipart uploads older than this\n"
 		"                                       are removed (default 24h; also MINIO_...)\n"
 		"  CAIRN_API_STALE_UPLOADS_CLEANUP_INTERVAL  how often to look (default 1h)\n");
@@ -162,20 +178,36 @@ int cn_cli_server(int argc, char **argv)
 		fprintf(stderr, "cairn server: which folder should I serve? e.g. cairn server ./data\n");
 		return 2;
 	}
-	/* Expand ellipses; every argument is one pool. */
-	char *drives[1024];
-	size_t ndrives = 0;
-	for (size_t i = 0; i < nargs; i++) {
-		char **l;
-		size_t n;
-		cn_err e = cn_cluster_expand(args[i], &l, &n);
-		if (e) {
-			fprintf(stderr, "cairn server: cannot expand '%s': %s\n", args[i], cn_err_str(e));
-			return 2;
+	/* Lay the arguments out: pools of erasure sets and their parity (MinIO's rules). */
+	cn_layout lay;
+	char lerr[512];
+	cn_err le = cn_layout_build_env(args, nargs, &lay, lerr, sizeof lerr);
+	if (le) {
+		fprintf(stderr, "cairn server: %s\n", lerr[0] ? lerr : cn_err_str(le));
+		return 2;
+	}
+	if (lay.distributed) {
+		fprintf(stderr, "cairn server: distributed deployments (http:// endpoints) are not "
+		                "supported yet: give local drive folders\n");
+		cn_layout_fini(&lay);
+		return 2;
+	}
+	char storage_line[512];
+	{
+		size_t at = 0;
+		at += (size_t)snprintf(storage_line, sizeof storage_line, "pools: %zu, sets: ", lay.npools);
+		for (size_t p = 0; p < lay.npools && at < sizeof storage_line; p++)
+			at += (size_t)snprintf(storage_line + at, sizeof storage_line - at, "%s%zu x %u drive%s",
+			                       p ? " + " : "", lay.pools[p].nsets, lay.pools[p].set_size,
+			                       lay.pools[p].set_size == 1 ? "" : "s");
+		if (at < sizeof storage_line) {
+			if (lay.single_drive)
+				snprintf(storage_line + at, sizeof storage_line - at,
+				         ", parity EC:0 (one drive: no erasure coding)");
+			else
+				snprintf(storage_line + at, sizeof storage_line - at, ", parity EC:%u (RRS EC:%u)",
+				         lay.parity_standard, lay.parity_rrs);
 		}
-		for (size_t k = 0; k < n && ndrives < 1024; k++)
-			drives[ndrives++] = strdup(l[k]);
-		cn_cluster_free_list(l, n);
 	}
 	/* Listen address. */
 	char host[256] = "0.0.0.0";
@@ -243,13 +275,24 @@ int cn_cli_server(int argc, char **argv)
 		                                  "MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL"),
 	};
 	cn_obj_store *store = NULL;
-	cn_err e = cn_obj_store_open((const char *const *)drives, ndrives, &oc, &store);
+	cn_obj_pool_spec pspec[64];
+	if (lay.npools > 64) {
+		fprintf(stderr, "cairn server: at most 64 pools\n");
+		return 2;
+	}
+	for (size_t i = 0; i < lay.npools; i++)
+		pspec[i] = (cn_obj_pool_spec){ .drives = (const char *const *)lay.endpoints + lay.pools[i].first,
+		                               .nsets = lay.pools[i].nsets, .set_size = lay.pools[i].set_size };
+	cn_obj_topology topo = { .pools = pspec, .npools = lay.npools,
+	                         .parity_standard = lay.parity_standard, .parity_rrs = lay.parity_rrs };
+	cn_err e = cn_obj_store_open_topology(&topo, &oc, &store);
 	if (e) {
-		fprintf(stderr, "cairn server: cannot open storage at %s%s: %s\n", drives[0],
-		        ndrives > 1 ? " ..." : "", cn_err_str(e));
+		fprintf(stderr, "cairn server: cannot open storage at %s%s (%s): %s (see the log lines "
+		        "above)\n", args[0], nargs > 1 ? " ..." : "", storage_line, cn_err_str(e));
 		if (e == CN_ERR_UNSUPPORTED)
-			fprintf(stderr, "cairn server: this build serves one drive folder; erasure-coded "
-			                "multi-drive sets are not implemented yet\n");
+			fprintf(stderr, "cairn server: this build cannot serve erasure-coded multi-drive sets "
+			                "yet\n");
+		cn_layout_fini(&lay);
 		return 1;
 	}
 	cn_s3_config sc = {
@@ -301,12 +344,13 @@ int cn_cli_server(int argc, char **argv)
 	const char *shown = strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : host;
 	int bport = cn_net_port(net);
 	fprintf(stderr,
-		"cairn: serving S3 from %s\n"
+		"cairn: serving S3 from %s%s\n"
+		"  Storage:     %s\n"
 		"  API:         http://%s:%d  (listening on %s:%d)\n"
 		"  Credentials: %s (access key %s)\n"
 		"  Durability:  %s\n"
 		"  Try:         AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=<password> aws --endpoint-url http://%s:%d s3 ls\n",
-		drives[0], shown, bport, host, bport, cred_src, user,
+		args[0], nargs > 1 ? " ..." : "", storage_line, shown, bport, host, bport, cred_src, user,
 		durable ? "fsync before every acknowledgement (group commit)" : "OFF (--no-fsync)",
 		user, shown, bport);
 	fflush(stderr);
@@ -325,7 +369,6 @@ int cn_cli_server(int argc, char **argv)
 		cn_net_free(g_nets[i]);
 	cn_s3_free(s3);
 	cn_obj_store_close(store);
-	for (size_t i = 0; i < ndrives; i++)
-		free(drives[i]);
+	cn_layout_fini(&lay);
 	return e ? 1 : 0;
 }

@@ -37,12 +37,10 @@ typedef struct cn_obj_healer {
 	uint64_t queued, done;
 } cn_obj_healer;
 
-/* The set holding bucket/key. */
+/* The set holding bucket/key (object.c's routing). */
 static cn_ec_set *set_of(cn_obj_store *s, const char *bucket, const char *key)
 {
-	(void)bucket;
-	(void)key;
-	return s->set;
+	return cn_obj__key_set(s, bucket, key);
 }
 
 /* --- one version (H1) --------------------------------------------------------------------- */
@@ -177,11 +175,12 @@ static cn_err heal_bucket(heal_run *h, cn_ec_set *set, const char *bucket, const
 static cn_err heal_all(heal_run *h, const char *bucket, const char *prefix)
 {
 	cn_obj_store *s = h->s;
+	/* every set holds its own share of each bucket's keys: walk them all */
 	if (bucket && bucket[0]) {
 		cn_err e = cn_obj_head_bucket(s, bucket, NULL);
-		if (e)
-			return e;
-		return heal_bucket(h, set_of(s, bucket, ""), bucket, prefix);
+		for (size_t k = 0; !e && k < s->nsets; k++)
+			e = heal_bucket(h, s->sets[k], bucket, prefix);
+		return e;
 	}
 	cn_bucket_info *bs;
 	size_t nb;
@@ -189,7 +188,8 @@ static cn_err heal_all(heal_run *h, const char *bucket, const char *prefix)
 	if (e)
 		return e;
 	for (size_t i = 0; i < nb && !e; i++)
-		e = heal_bucket(h, set_of(s, bs[i].name, ""), bs[i].name, prefix);
+		for (size_t k = 0; !e && k < s->nsets; k++)
+			e = heal_bucket(h, s->sets[k], bs[i].name, prefix);
 	free(bs);
 	return e;
 }
@@ -343,25 +343,35 @@ cn_err cn_obj_get_state(cn_obj_store *s, cn_obj_state *out)
 {
 	memset(out, 0, sizeof *out);
 	snprintf(out->deployment, sizeof out->deployment, "%s", s->deployment);
-	cn_ec_set *set = s->set;
-	size_t n = cn_ec_set_ndrives(set);
-	out->npools = 1;
-	out->nsets = 1;
-	out->set_size = (unsigned)n;
-	cn_ec_set_parity(set, &out->parity_standard, &out->parity_rrs);
-	out->drives = calloc(n, sizeof *out->drives);
+	out->npools = (unsigned)s->npools;
+	out->nsets = (unsigned)s->nsets;
+	out->set_size = s->npools ? (unsigned)s->pools[0].set_size : 0;
+	if (s->nsets)
+		cn_ec_set_parity(s->sets[0], &out->parity_standard, &out->parity_rrs);
+	size_t total = 0;
+	for (size_t k = 0; k < s->nsets; k++)
+		total += cn_ec_set_ndrives(s->sets[k]);
+	out->drives = calloc(total ? total : 1, sizeof *out->drives);
 	if (!out->drives)
 		return CN_ERR_NOMEM;
-	for (size_t i = 0; i < n; i++) {
-		cn_obj_drive_state *d = &out->drives[i];
-		d->slot = (unsigned)i;
-		cn_drive_info di;
-		const char *ep = cn_ec_set_endpoint(set, i);
-		snprintf(d->endpoint, sizeof d->endpoint, "%s", ep ? ep : "(refused)");
-		if (cn_ec_set_drive_info(set, i, &di) == CN_OK) {
-			d->online = di.online;
-			d->total = di.total;
-			d->free = di.free;
+	size_t n = 0;
+	for (size_t p = 0; p < s->npools; p++) {
+		for (size_t k = 0; k < s->pools[p].nsets; k++) {
+			cn_ec_set *set = s->pools[p].sets[k];
+			for (size_t i = 0; i < cn_ec_set_ndrives(set) && n < total; i++, n++) {
+				cn_obj_drive_state *d = &out->drives[n];
+				d->pool = (unsigned)p;
+				d->set = (unsigned)k;
+				d->slot = (unsigned)i;
+				const char *ep = cn_ec_set_endpoint(set, i);
+				snprintf(d->endpoint, sizeof d->endpoint, "%s", ep ? ep : "(refused)");
+				cn_drive_info di;
+				if (cn_ec_set_drive_info(set, i, &di) == CN_OK) {
+					d->online = di.online;
+					d->total = di.total;
+					d->free = di.free;
+				}
+			}
 		}
 	}
 	out->ndrives = n;

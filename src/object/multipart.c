@@ -53,15 +53,16 @@ cn_err cn_obj_update_meta_version(cn_obj_store *s, const char *bucket, const cha
 	cn_ec_meta_init(&m);
 	cn_obj_info_init(&info);
 	bool current = true;
+	cn_ec_set *set = cn_obj__key_set(s, bucket, key);
 	pthread_rwlock_rdlock(&s->ns_lock);
 	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
 	pthread_mutex_lock(kl); /* C2 */
-	e = cn_ec_read_meta(s->set, bucket, key, false, &m);
+	e = cn_ec_read_meta(set, bucket, key, false, &m);
 	if (vid && (e == CN_ERR_NO_KEY || (!e && strcmp(m.version_id[0] ? m.version_id : "null", vid)))) {
 		/* not the current version: a noncurrent one */
 		cn_ec_meta_fini(&m);
 		current = false;
-		e = cn_ec_version_read(s->set, bucket, key, vid, false, &m);
+		e = cn_ec_version_read(set, bucket, key, vid, false, &m);
 		if (e == CN_ERR_NO_KEY)
 			e = CN_ERR_NO_VERSION;
 	}
@@ -77,8 +78,8 @@ cn_err cn_obj_update_meta_version(cn_obj_store *s, const char *bucket, const cha
 		} else {
 			m.meta = info.meta; /* lent to the record while it is written */
 			m.nmeta = info.nmeta;
-			e = current ? cn_ec_update_meta(s->set, bucket, key, &m)
-			            : cn_ec_update_version_meta(s->set, bucket, key, vid, &m);
+			e = current ? cn_ec_update_meta(set, bucket, key, &m)
+			            : cn_ec_update_version_meta(set, bucket, key, vid, &m);
 			m.meta = NULL;
 			m.nmeta = 0;
 		}
@@ -86,7 +87,7 @@ cn_err cn_obj_update_meta_version(cn_obj_store *s, const char *bucket, const cha
 	pthread_mutex_unlock(kl);
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
-		e = cn_obj__barrier(s);
+		e = cn_obj__barrier_set(s, set);
 	if (!e && out) {
 		cn_obj_info_fini(out);
 		*out = info;
@@ -116,6 +117,16 @@ static bool config_path(char *out, size_t cap, const char *bucket, const char *n
 
 #define CONFIG_MAX (256u * 1024)
 
+bool cn_obj__config_path_at(size_t i, const char *bucket, char *out, size_t cap)
+{
+	for (size_t k = 0; k <= i; k++)
+		if (!config_names[k])
+			return false;
+	if (!config_path(out, cap, bucket, config_names[i]))
+		out[0] = 0;
+	return true;
+}
+
 cn_err cn_obj_bucket_config_get(cn_obj_store *s, const char *bucket, const char *name, cn_buf *out)
 {
 	char path[160];
@@ -124,7 +135,7 @@ cn_err cn_obj_bucket_config_get(cn_obj_store *s, const char *bucket, const char 
 		return e;
 	if (!config_path(path, sizeof path, bucket, name))
 		return CN_ERR_INVALID;
-	e = cn_ec_read_sys(s->set, 0, path, CONFIG_MAX, out);
+	e = cn_obj__read_sys(s, path, CONFIG_MAX, out);
 	return e == CN_ERR_TOO_LARGE ? CN_ERR_CORRUPT : e;
 }
 
@@ -137,9 +148,9 @@ cn_err cn_obj_bucket_config_put(cn_obj_store *s, const char *bucket, const char 
 	if (len > CONFIG_MAX)
 		return CN_ERR_TOO_LARGE;
 	pthread_rwlock_rdlock(&s->ns_lock); /* C5: not into a bucket being deleted */
-	cn_err e = cn_ec_stat_vol(s->set, bucket, NULL);
+	cn_err e = cn_obj__stat_bucket(s, bucket);
 	if (!e)
-		e = cn_ec_write_sys_all(s->set, path, p, len);
+		e = cn_obj__write_sys_every(s, path, p, len);
 	pthread_rwlock_unlock(&s->ns_lock);
 	return e ? e : cn_obj__barrier(s);
 }
@@ -150,9 +161,9 @@ cn_err cn_obj_bucket_config_delete(cn_obj_store *s, const char *bucket, const ch
 	if (!config_path(path, sizeof path, bucket, name))
 		return cn_obj_bucket_name_valid(bucket) ? CN_ERR_INVALID : CN_ERR_NO_BUCKET;
 	pthread_rwlock_rdlock(&s->ns_lock);
-	cn_err e = cn_ec_stat_vol(s->set, bucket, NULL);
+	cn_err e = cn_obj__stat_bucket(s, bucket);
 	if (!e) {
-		e = cn_ec_remove_sys_all(s->set, path);
+		e = cn_obj__remove_sys_every(s, path);
 		if (e == CN_ERR_NOT_FOUND)
 			e = CN_OK;
 	}
@@ -165,8 +176,9 @@ void cn_obj__bucket_gone(cn_obj_store *s, const char *bucket)
 	char path[160];
 	for (size_t i = 0; config_names[i]; i++)
 		if (config_path(path, sizeof path, bucket, config_names[i]))
-			cn_ec_remove_sys_all(s->set, path);
-	cn_ec_upload_remove(s->set, bucket, NULL);
+			cn_obj__remove_sys_every(s, path);
+	for (size_t i = 0; i < s->nsets; i++)
+		cn_ec_upload_remove(s->sets[i], bucket, NULL);
 }
 
 /* --- uploads: helpers ---------------------------------------------------------------- */
@@ -208,18 +220,35 @@ static pthread_mutex_t *upload_lock(cn_obj_store *s, const char *bucket, const c
 	return cn_obj__key_lock(s, bucket, upload_id); /* M1 */
 }
 
-/* Reads the upload's record into u (key, initiated, meta without the internal entry).
- * key NULL: any key. CN_ERR_NO_UPLOAD when unknown or of another key. */
-static cn_err read_upload(cn_obj_store *s, const char *bucket, const char *key, const char *upload_id,
-                          cn_upload_info *u)
+/* The set holding the upload of bucket/key: the key's set in the pool that has the upload
+ * (with one pool, no I/O). */
+static cn_ec_set *upload_set(cn_obj_store *s, const char *bucket, const char *key, const char *upload_id)
+{
+	if (s->npools == 1 || !upload_id_ok(upload_id))
+		return cn_obj__hashed_set(s, 0, key);
+	for (size_t p = 0; p < s->npools; p++) {
+		cn_ec_meta m;
+		cn_ec_meta_init(&m);
+		cn_err e = cn_ec_upload_get_meta(cn_obj__hashed_set(s, p, key), bucket, upload_id, UPLOAD_REC, &m);
+		cn_ec_meta_fini(&m);
+		if (e != CN_ERR_NOT_FOUND && e != CN_ERR_NO_BUCKET)
+			return cn_obj__hashed_set(s, p, key);
+	}
+	return cn_obj__hashed_set(s, 0, key);
+}
+
+/* Reads the upload's record in set into u (key, initiated, meta without the internal
+ * entry). key NULL: any key. CN_ERR_NO_UPLOAD when unknown or of another key. */
+static cn_err read_upload(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                          const char *upload_id, cn_upload_info *u)
 {
 	if (!upload_id_ok(upload_id))
 		return CN_ERR_NO_UPLOAD;
 	cn_ec_meta m;
 	cn_ec_meta_init(&m);
-	cn_err e = cn_ec_upload_get_meta(s->set, bucket, upload_id, UPLOAD_REC, &m);
+	cn_err e = cn_ec_upload_get_meta(set, bucket, upload_id, UPLOAD_REC, &m);
 	if (e == CN_ERR_NOT_FOUND) {
-		e = cn_ec_stat_vol(s->set, bucket, NULL);
+		e = cn_ec_stat_vol(set, bucket, NULL);
 		cn_ec_meta_fini(&m);
 		return e ? e : CN_ERR_NO_UPLOAD;
 	}
@@ -280,10 +309,13 @@ cn_err cn_obj_upload_create(cn_obj_store *s, const char *bucket, const char *key
 	m.inline_data = no_data;
 	m.inline_len = 0;
 	cn_drive_random_id(upload_id);
+	cn_ec_set *set;
+	e = cn_obj__put_set(s, bucket, key, &set);
 	pthread_rwlock_rdlock(&s->ns_lock); /* C5 */
-	e = cn_ec_stat_vol(s->set, bucket, NULL);
 	if (!e)
-		e = cn_ec_upload_put_meta(s->set, bucket, upload_id, UPLOAD_REC, true, &m);
+		e = cn_ec_stat_vol(set, bucket, NULL);
+	if (!e)
+		e = cn_ec_upload_put_meta(set, bucket, upload_id, UPLOAD_REC, true, &m);
 	pthread_rwlock_unlock(&s->ns_lock);
 	m.meta = NULL;
 	m.nmeta = 0;
@@ -291,7 +323,7 @@ cn_err cn_obj_upload_create(cn_obj_store *s, const char *bucket, const char *key
 	cn_ec_meta_fini(&m);
 	free(all);
 	if (!e)
-		e = cn_obj__barrier(s);
+		e = cn_obj__barrier_set(s, set);
 	if (e)
 		upload_id[0] = 0;
 	return e;
@@ -312,7 +344,8 @@ cn_err cn_obj_upload_part(cn_obj_store *s, const char *bucket, const char *key, 
 		return CN_ERR_TOO_LARGE;
 	cn_upload_info up;
 	memset(&up, 0, sizeof up);
-	if ((e = read_upload(s, bucket, key, upload_id, &up))) /* fail fast, before the body */
+	cn_ec_set *set = upload_set(s, bucket, key, upload_id);
+	if ((e = read_upload(s, set, bucket, key, upload_id, &up))) /* fail fast, before the body */
 		return e;
 	char sc[24] = "STANDARD"; /* parts take the upload's storage class */
 	for (size_t i = 0; i < up.nmeta; i++)
@@ -330,7 +363,7 @@ cn_err cn_obj_upload_part(cn_obj_store *s, const char *bucket, const char *key, 
 	unsigned char md5[16];
 	cn_ec_meta m;
 	cn_ec_meta_init(&m);
-	if ((e = cn_obj__recv(s, s->set, bucket, key, sc, body, opts->size, CN_OBJ_MAX_PART_SIZE, false,
+	if ((e = cn_obj__recv(s, set, bucket, key, sc, body, opts->size, CN_OBJ_MAX_PART_SIZE, false,
 	                      buf, &w, &total, md5, &inl)))
 		goto out;
 	if (opts->seal && (e = opts->seal(opts->seal_ctx, md5, total, &add, &nadd)))
@@ -364,13 +397,13 @@ cn_err cn_obj_upload_part(cn_obj_store *s, const char *bucket, const char *key, 
 	pthread_mutex_lock(ul); /* M1 */
 	e = cn_ec_upload_take(w, bucket, upload_id, m.data_id, &m); /* M2: file first */
 	if (!e)
-		e = cn_ec_upload_put_meta(s->set, bucket, upload_id, recname, false, &m);
+		e = cn_ec_upload_put_meta(set, bucket, upload_id, recname, false, &m);
 	pthread_mutex_unlock(ul);
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (e == CN_ERR_NOT_FOUND)
 		e = CN_ERR_NO_UPLOAD; /* aborted or completed meanwhile */
 	if (!e)
-		e = cn_obj__barrier(s);
+		e = cn_obj__barrier_set(s, set);
 	if (!e && out) {
 		cn_obj_info_fini(out);
 		snprintf(out->etag, sizeof out->etag, "%s", m.etag);
@@ -396,18 +429,18 @@ cn_err cn_obj_upload_stat(cn_obj_store *s, const char *bucket, const char *key, 
 	cn_err e = cn_obj__check_names(bucket, key);
 	if (e)
 		return e == CN_ERR_NO_BUCKET ? e : CN_ERR_NO_UPLOAD;
-	return read_upload(s, bucket, key, upload_id, out);
+	return read_upload(s, upload_set(s, bucket, key, upload_id), bucket, key, upload_id, out);
 }
 
 /* Part N's record as an info (parts = { N, size, etag }); *file gets its shard file name. */
-static cn_err read_part(cn_obj_store *s, const char *bucket, const char *upload_id, uint32_t number,
+static cn_err read_part(cn_ec_set *set, const char *bucket, const char *upload_id, uint32_t number,
                         cn_obj_info *out, char file[CN_DRIVE_ID_MAX + 1])
 {
 	char recname[32];
 	part_rec_name(recname, sizeof recname, number);
 	cn_ec_meta m;
 	cn_ec_meta_init(&m);
-	cn_err e = cn_ec_upload_get_meta(s->set, bucket, upload_id, recname, &m);
+	cn_err e = cn_ec_upload_get_meta(set, bucket, upload_id, recname, &m);
 	if (!e && !m.data_id[0])
 		e = CN_ERR_CORRUPT;
 	if (!e) {
@@ -441,11 +474,12 @@ cn_err cn_obj_upload_list_parts(cn_obj_store *s, const char *bucket, const char 
 	cn_err e = cn_obj__check_names(bucket, key);
 	if (e)
 		return e == CN_ERR_NO_BUCKET ? e : CN_ERR_NO_UPLOAD;
-	if ((e = read_upload(s, bucket, key, upload_id, NULL)))
+	cn_ec_set *set = upload_set(s, bucket, key, upload_id);
+	if ((e = read_upload(s, set, bucket, key, upload_id, NULL)))
 		return e;
 	char **names;
 	size_t nn;
-	if ((e = cn_ec_upload_list(s->set, bucket, upload_id, &names, &nn)))
+	if ((e = cn_ec_upload_list(set, bucket, upload_id, &names, &nn)))
 		return e == CN_ERR_NOT_FOUND ? CN_ERR_NO_UPLOAD : e;
 	cn_obj_info *v = calloc(nn ? nn : 1, sizeof *v);
 	size_t k = 0;
@@ -458,7 +492,7 @@ cn_err cn_obj_upload_list_parts(cn_obj_store *s, const char *bucket, const char 
 		    num < 1 || num > CN_OBJ_MAX_PARTS)
 			continue;
 		cn_obj_info_init(&v[k]);
-		e = read_part(s, bucket, upload_id, num, &v[k], NULL);
+		e = read_part(set, bucket, upload_id, num, &v[k], NULL);
 		if (e == CN_ERR_NOT_FOUND) { /* the upload ended meanwhile */
 			e = CN_ERR_NO_UPLOAD;
 			break;
@@ -507,6 +541,7 @@ cn_err cn_obj_upload_complete(cn_obj_store *s, const char *bucket, const char *k
 	cn_ec_meta_init(&m);
 	bool locked = false;
 	pthread_mutex_t *ul = upload_lock(s, bucket, upload_id), *kl = cn_obj__key_lock(s, bucket, key);
+	cn_ec_set *set = upload_set(s, bucket, key, upload_id);
 	if (!parts || !files || !srcs || !ecp) {
 		e = CN_ERR_NOMEM;
 		goto out;
@@ -514,7 +549,7 @@ cn_err cn_obj_upload_complete(cn_obj_store *s, const char *bucket, const char *k
 	pthread_rwlock_rdlock(&s->ns_lock);
 	pthread_mutex_lock(ul); /* M1 */
 	locked = true;
-	if ((e = read_upload(s, bucket, key, upload_id, &up)))
+	if ((e = read_upload(s, set, bucket, key, upload_id, &up)))
 		goto out;
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	if (!md) {
@@ -524,7 +559,7 @@ cn_err cn_obj_upload_complete(cn_obj_store *s, const char *bucket, const char *k
 	EVP_DigestInit_ex(md, EVP_md5(), NULL);
 	int64_t total = 0;
 	for (size_t i = 0; i < nlist && !e; i++) {
-		e = read_part(s, bucket, upload_id, list[i].number, &parts[i], files[i]);
+		e = read_part(set, bucket, upload_id, list[i].number, &parts[i], files[i]);
 		if (e == CN_ERR_NOT_FOUND) {
 			e = CN_ERR_BAD_PART;
 			break;
@@ -587,19 +622,19 @@ cn_err cn_obj_upload_complete(cn_obj_store *s, const char *bucket, const char *k
 	cn_obj__vcommit vc;
 	if (kl != ul)
 		pthread_mutex_lock(kl); /* C2 */
-	e = cn_obj__vprep(s, bucket, key, v, &m, &vc);
+	e = cn_obj__vprep(s, set, bucket, key, v, &m, &vc);
 	if (!e)
-		e = cn_ec_upload_commit(s->set, bucket, upload_id, srcs, nlist, key, &m); /* M3 */
+		e = cn_ec_upload_commit(set, bucket, upload_id, srcs, nlist, key, &m); /* M3 */
 	if (!e)
 		cn_obj__vpost(s, bucket, key, &vc);
 	if (kl != ul)
 		pthread_mutex_unlock(kl);
 	if (!e)
-		e = cn_obj__barrier(s); /* C3 */
+		e = cn_obj__barrier_set(s, set); /* C3 */
 	cn_obj__vfinish(s, bucket, key, &vc, m.data_id, !e); /* C4 */
 	if (e)
 		goto out;
-	cn_ec_upload_remove(s->set, bucket, upload_id); /* M3: after the object is durable */
+	cn_ec_upload_remove(set, bucket, upload_id); /* M3: after the object is durable */
 	if (out) {
 		cn_obj_info_fini(out);
 		snprintf(out->etag, sizeof out->etag, "%s", m.etag);
@@ -646,15 +681,16 @@ cn_err cn_obj_upload_abort(cn_obj_store *s, const char *bucket, const char *key,
 	cn_err e = cn_obj__check_names(bucket, key);
 	if (e)
 		return e == CN_ERR_NO_BUCKET ? e : CN_ERR_NO_UPLOAD;
+	cn_ec_set *set = upload_set(s, bucket, key, upload_id);
 	pthread_rwlock_rdlock(&s->ns_lock);
 	pthread_mutex_t *ul = upload_lock(s, bucket, upload_id);
 	pthread_mutex_lock(ul); /* M1 */
-	e = read_upload(s, bucket, key, upload_id, NULL);
+	e = read_upload(s, set, bucket, key, upload_id, NULL);
 	if (!e)
-		e = cn_ec_upload_remove(s->set, bucket, upload_id);
+		e = cn_ec_upload_remove(set, bucket, upload_id);
 	pthread_mutex_unlock(ul);
 	pthread_rwlock_unlock(&s->ns_lock);
-	return e ? e : cn_obj__barrier(s);
+	return e ? e : cn_obj__barrier_set(s, set);
 }
 
 /* --- uploads: listing ---------------------------------------------------------------- */
@@ -670,28 +706,41 @@ static int upload_cmp(const void *pa, const void *pb)
 	return strcmp(a->upload_id, b->upload_id);
 }
 
-/* Every upload of the bucket (unsorted), read from the records. */
+/* Every upload of the bucket in every set (unsorted), read from the records. */
 static cn_err all_uploads(cn_obj_store *s, const char *bucket, cn_upload_info **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	char **ids;
-	size_t nid;
-	cn_err e = cn_ec_upload_list(s->set, bucket, NULL, &ids, &nid);
-	if (e)
-		return e;
-	cn_upload_info *v = calloc(nid ? nid : 1, sizeof *v);
-	size_t k = 0;
-	if (!v)
-		e = CN_ERR_NOMEM;
-	for (size_t i = 0; i < nid && !e; i++) {
-		cn_err re = read_upload(s, bucket, NULL, ids[i], &v[k]);
-		if (re == CN_OK)
-			k++;
-		else if (re != CN_ERR_NO_UPLOAD && re != CN_ERR_CORRUPT)
-			e = re; /* a vanished or unreadable upload is skipped */
+	cn_upload_info *v = NULL;
+	size_t k = 0, cap = 0;
+	cn_err e = CN_OK;
+	for (size_t si = 0; si < s->nsets && !e; si++) {
+		char **ids;
+		size_t nid;
+		if ((e = cn_ec_upload_list(s->sets[si], bucket, NULL, &ids, &nid)))
+			break;
+		if (k + nid + 1 > cap) {
+			size_t nc = k + nid + 1;
+			cn_upload_info *nv = realloc(v, nc * sizeof *nv);
+			if (!nv)
+				e = CN_ERR_NOMEM;
+			else {
+				memset(nv + cap, 0, (nc - cap) * sizeof *nv);
+				v = nv;
+				cap = nc;
+			}
+		}
+		for (size_t i = 0; i < nid && !e; i++) {
+			cn_err re = read_upload(s, s->sets[si], bucket, NULL, ids[i], &v[k]);
+			if (re == CN_OK)
+				k++;
+			else if (re != CN_ERR_NO_UPLOAD && re != CN_ERR_CORRUPT)
+				e = re; /* a vanished or unreadable upload is skipped */
+		}
+		cn_drive_free_names(ids, nid);
 	}
-	cn_drive_free_names(ids, nid);
+	if (!e && !v && !(v = calloc(1, sizeof *v)))
+		e = CN_ERR_NOMEM;
 	if (e) {
 		for (size_t i = 0; i < k; i++)
 			cn_upload_info_fini(&v[i]);
@@ -710,7 +759,7 @@ cn_err cn_obj_upload_list(cn_obj_store *s, const char *bucket, const char *prefi
 	memset(out, 0, sizeof *out);
 	if (!cn_obj_bucket_name_valid(bucket))
 		return CN_ERR_NO_BUCKET;
-	cn_err e = cn_ec_stat_vol(s->set, bucket, NULL);
+	cn_err e = cn_obj__stat_bucket(s, bucket);
 	if (e)
 		return e;
 	prefix = prefix ? prefix : "";
@@ -829,7 +878,7 @@ static void expire_uploads(cn_obj_store *s, int64_t expiry_ms)
 {
 	cn_drive_vol *vols;
 	size_t nv;
-	if (cn_ec_list_vols(s->set, &vols, &nv))
+	if (cn_ec_list_vols(s->sets[0], &vols, &nv))
 		return;
 	int64_t now = cn_now_ms();
 	for (size_t b = 0; b < nv && !s->stopping; b++) {

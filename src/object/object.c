@@ -1,6 +1,10 @@
-/* object: buckets, objects and listing over one erasure set (object.h). Names and keys are
+/* object: the deployment's topology — pools of erasure sets over drive folders, each
+ * drive's format record (docs/FORMAT.md §1.1), the set of every key (SipHash-2-4 of the key
+ * keyed by the deployment id, mod the pool's sets, as MinIO; new keys to a pool drawn by
+ * free space, existing keys stay in theirs) — and buckets (on every set), objects and
+ * listing (one page per set, merged: L1-L3) over it (object.h). Names and keys are
  * validated here; the ETag (MD5) is computed while the body streams through one bounded
- * per-thread buffer; commits go through the erasure layer and are made durable by its
+ * per-thread buffer; commits go through the key's erasure set and are made durable by its
  * group-commit barrier before any success returns (object.h contract 1).
  *
  * Commit order (numbered invariants, cited below):
@@ -156,101 +160,450 @@ pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket, const cha
 
 /* --- store and format ----------------------------------------------------------------- */
 
-/* Format file (docs/FORMAT.md §1): "key value" lines. */
-static cn_err format_check(cn_obj_store *s, const cn_buf *b)
+#define FORMAT_MAX 4096
+#define MAX_POOLS 64
+#define MAX_SETS 4096
+
+/* MinIO's default STANDARD parity for a set of n drives (the same table as
+ * cn_layout_default_parity in cluster/layout.h, which the object layer may not include):
+ * 1 -> 0, 2-3 -> 1, 4-5 -> 2, 6-7 -> 3, 8 and more -> 4. */
+static unsigned default_parity(size_t n)
 {
-	int version = -1, pools = -1, sets = -1, per_set = -1, pool = -1, set = -1, drive = -1;
-	char dep[64] = "";
+	return n <= 1 ? 0 : n < 4 ? 1 : n < 6 ? 2 : n < 8 ? 3 : 4;
+}
+
+/* One drive's format record (docs/FORMAT.md §1), parsed. */
+typedef struct fmt {
+	int version, pools, sets, per_set, pool, set, drive;
+	char dep[33];
+	char layout[512];   /* "" in formats written before pools ("1x1") */
+} fmt;
+
+enum { F_OFFLINE, F_NONE, F_OK, F_BAD };
+
+/* "<sets>x<drives per set>" of each of the first npools pools, comma-separated. */
+static void layout_string(const cn_obj_store *s, size_t npools, char *out, size_t cap)
+{
+	size_t n = 0;
+	out[0] = 0;
+	for (size_t p = 0; p < npools && n < cap; p++) {
+		int w = snprintf(out + n, cap - n, "%s%zux%zu", p ? "," : "", s->pools[p].nsets,
+		                 s->pools[p].set_size);
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+}
+
+/* "key value" lines; unknown keys are skipped so the format can grow. */
+static cn_err format_parse(const cn_buf *b, fmt *f)
+{
+	memset(f, 0, sizeof *f);
+	f->version = f->pools = f->sets = f->per_set = f->pool = f->set = f->drive = -1;
 	const char *p = b->p, *end = b->p + b->len;
 	if (!p)
 		return CN_ERR_CORRUPT;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		char line[128];
+		char line[600];
 		if (ll >= sizeof line)
 			return CN_ERR_CORRUPT;
 		memcpy(line, p, ll);
 		line[ll] = 0;
 		p += ll + (nl != NULL);
-		char k[32], v[64];
-		if (ll == 0 || sscanf(line, "%31s %63s", k, v) != 2)
+		char k[32], v[520];
+		if (ll == 0 || sscanf(line, "%31s %519s", k, v) != 2)
 			continue;
-		int iv = atoi(v);
+		char *iend;
+		long iv = strtol(v, &iend, 10);
+		bool num = *iend == 0 && iv >= 0 && iv < 1000000;
 		if (!strcmp(k, "cairn-format"))
-			version = iv;
+			f->version = num ? (int)iv : -2;
 		else if (!strcmp(k, "deployment"))
-			snprintf(dep, sizeof dep, "%s", v);
+			snprintf(f->dep, sizeof f->dep, "%.32s", v);
+		else if (!strcmp(k, "layout"))
+			snprintf(f->layout, sizeof f->layout, "%.511s", v);
+		else if (!num)
+			continue;
 		else if (!strcmp(k, "pools"))
-			pools = iv;
+			f->pools = (int)iv;
 		else if (!strcmp(k, "sets"))
-			sets = iv;
+			f->sets = (int)iv;
 		else if (!strcmp(k, "drives-per-set"))
-			per_set = iv;
+			f->per_set = (int)iv;
 		else if (!strcmp(k, "pool"))
-			pool = iv;
+			f->pool = (int)iv;
 		else if (!strcmp(k, "set"))
-			set = iv;
+			f->set = (int)iv;
 		else if (!strcmp(k, "drive"))
-			drive = iv;
+			f->drive = (int)iv;
 	}
 	unsigned char raw[16];
-	if (version != FORMAT_VERSION || strlen(dep) != 32 || cn_hex_decode((cn_str){ dep, 32 }, raw, 16)) {
-		cn_log(CN_LOG_ERROR, NULL, "object: drive format unreadable or of an unknown version");
+	if (f->version != FORMAT_VERSION || strlen(f->dep) != 32 ||
+	    cn_hex_decode((cn_str){ f->dep, 32 }, raw, 16))
 		return CN_ERR_CORRUPT;
-	}
-	if (pools != 1 || sets != 1 || per_set != (int)cn_ec_set_ndrives(s->set) || pool != 0 ||
-	    set != 0 || drive != 0) {
-		cn_log(CN_LOG_ERROR, NULL,
-		       "object: drive belongs to deployment %s laid out as %d pool(s) x %d set(s) x %d "
-		       "drive(s), slot pool %d set %d drive %d; this server is 1 x 1 x %zu: refusing it",
-		       dep, pools, sets, per_set, pool, set, drive, cn_ec_set_ndrives(s->set));
-		return CN_ERR_INVALID;
-	}
-	if (s->deployment[0] && strcmp(s->deployment, dep)) {
-		cn_log(CN_LOG_ERROR, NULL, "object: drive of deployment %s, expected %s: refusing it",
-		       dep, s->deployment);
-		return CN_ERR_INVALID;
-	}
-	memcpy(s->deployment, dep, 33);
+	if (f->pools < 1 || f->sets < 1 || f->per_set < 1 || f->pool < 0 || f->set < 0 || f->drive < 0)
+		return CN_ERR_CORRUPT;
+	for (int i = 0; f->dep[i]; i++) /* one spelling: lowercase */
+		if (f->dep[i] >= 'A' && f->dep[i] <= 'F')
+			f->dep[i] = (char)(f->dep[i] - 'A' + 'a');
 	return CN_OK;
 }
 
-static cn_err format_load_or_create(cn_obj_store *s)
+static cn_err format_write(cn_obj_store *s, cn_ec_set *set, size_t pool, size_t idx, size_t slot)
 {
-	cn_buf b;
-	cn_buf_init(&b);
-	cn_err e = cn_ec_read_sys(s->set, 0, "format", 4096, &b);
-	if (e == CN_ERR_NOT_FOUND) {
-		char dep[33];
-		cn_drive_random_id(dep);
-		b.len = 0;
-		e = cn_buf_printf(&b,
-		                  "cairn-format %d\ndeployment %s\npools 1\nsets 1\ndrives-per-set %zu\n"
-		                  "pool 0\nset 0\ndrive 0\n",
-		                  FORMAT_VERSION, dep, cn_ec_set_ndrives(s->set));
-		if (!e)
-			e = cn_ec_write_sys(s->set, 0, "format", b.p, b.len);
-		if (!e && s->cfg.durable)
-			e = cn_ec_sync(s->set);
-		if (!e)
-			snprintf(s->deployment, sizeof s->deployment, "%s", dep);
-	} else if (!e) {
-		e = format_check(s, &b);
-	} else if (e == CN_ERR_TOO_LARGE) {
-		e = CN_ERR_CORRUPT;
+	char layout[512], body[800];
+	layout_string(s, s->npools, layout, sizeof layout);
+	int n = snprintf(body, sizeof body,
+	                 "cairn-format %d\ndeployment %s\npools %zu\nsets %zu\ndrives-per-set %zu\n"
+	                 "pool %zu\nset %zu\ndrive %zu\nlayout %s\n",
+	                 FORMAT_VERSION, s->deployment, s->npools, s->pools[pool].nsets,
+	                 s->pools[pool].set_size, pool, idx, slot, layout);
+	if (n < 0 || (size_t)n >= sizeof body)
+		return CN_ERR_TOO_LARGE;
+	return cn_ec_write_sys(set, slot, "format", body, (size_t)n);
+}
+
+/* Why a drive with format f cannot sit in (pool, idx, slot) of this deployment: a line for
+ * the log in why, and true; false when it belongs there. */
+static bool format_mismatch(const cn_obj_store *s, const fmt *f, size_t pool, size_t idx,
+                            size_t slot, char *why, size_t cap)
+{
+	const cn_obj__pool *pl = &s->pools[pool];
+	if (strcmp(f->dep, s->deployment)) {
+		snprintf(why, cap, "it belongs to another deployment (%s; this one is %s)", f->dep,
+		         s->deployment);
+		return true;
 	}
-	cn_buf_fini(&b);
+	if ((size_t)f->pools > s->npools) {
+		snprintf(why, cap, "its deployment has %d pools but this server was given %zu", f->pools,
+		         s->npools);
+		return true;
+	}
+	if ((size_t)f->sets != pl->nsets || (size_t)f->per_set != pl->set_size) {
+		snprintf(why, cap, "its pool is laid out as %d set(s) of %d drive(s), this server's pool "
+		         "%zu as %zu set(s) of %zu", f->sets, f->per_set, pool, pl->nsets, pl->set_size);
+		return true;
+	}
+	if (f->layout[0]) {
+		char want[512];
+		layout_string(s, (size_t)f->pools, want, sizeof want);
+		if (strcmp(want, f->layout)) {
+			snprintf(why, cap, "its deployment's pools are laid out as %.200s, this server's as %.200s",
+			         f->layout, want);
+			return true;
+		}
+	}
+	if ((size_t)f->pool != pool || (size_t)f->set != idx || (size_t)f->drive != slot) {
+		snprintf(why, cap, "its format names pool %d set %d slot %d: the drive was moved or the "
+		         "drives were given in another order", f->pool, f->set, f->drive);
+		return true;
+	}
+	return false;
+}
+
+static size_t write_quorum_of(size_t n, unsigned parity)
+{
+	size_t k = n - parity;
+	return k + (k == parity);
+}
+
+static void restore_buckets(cn_obj_store *s, const bool *is_new, cn_drive *const *raw);
+
+/* Reads, checks and writes the format record of every drive (docs/FORMAT.md §1), refusing
+ * drives that belong elsewhere; then checks that every set has quorum. */
+static cn_err format_all(cn_obj_store *s, const cn_err *open_err, cn_drive *const *raw)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < s->nsets; i++)
+		total += cn_ec_set_ndrives(s->sets[i]);
+	fmt *f = calloc(total, sizeof *f);
+	unsigned char *state = calloc(total, 1);
+	cn_err *why_err = calloc(total, sizeof *why_err);
+	bool *is_new = calloc(total, sizeof *is_new);
+	cn_err e = CN_OK;
+	if (!f || !state || !why_err || !is_new) {
+		e = CN_ERR_NOMEM;
+		goto out;
+	}
+	/* 1. read */
+	size_t at = 0, formatted = 0;
+	for (size_t i = 0; i < s->nsets; i++) {
+		for (size_t d = 0; d < cn_ec_set_ndrives(s->sets[i]); d++, at++) {
+			why_err[at] = open_err[at];
+			if (!cn_ec_set_endpoint(s->sets[i], d)) {
+				state[at] = F_OFFLINE;
+				continue;
+			}
+			cn_buf b;
+			cn_buf_init(&b);
+			cn_err re = cn_ec_read_sys(s->sets[i], d, "format", FORMAT_MAX, &b);
+			if (re == CN_ERR_NOT_FOUND) {
+				state[at] = F_NONE;
+			} else if (re == CN_OK && format_parse(&b, &f[at]) == CN_OK) {
+				state[at] = F_OK;
+				formatted++;
+			} else {
+				state[at] = F_BAD;
+				why_err[at] = re == CN_OK || re == CN_ERR_TOO_LARGE ? CN_ERR_CORRUPT : re;
+				cn_log(CN_LOG_ERROR, NULL, "object: drive %s refused: its format record is "
+				       "%s (%s)", cn_ec_set_endpoint(s->sets[i], d),
+				       re == CN_OK || re == CN_ERR_TOO_LARGE ? "unreadable or of an unknown version"
+				                                             : "not readable",
+				       cn_err_str(why_err[at]));
+				cn_ec_set_refuse(s->sets[i], d);
+			}
+			cn_buf_fini(&b);
+		}
+	}
+	/* 2. the deployment: the id most formatted drives carry (a new one when none is) */
+	bool fresh = formatted == 0;
+	if (fresh) {
+		cn_drive_random_id(s->deployment);
+	} else {
+		size_t best = 0;
+		for (size_t a = 0; a < total; a++) {
+			if (state[a] != F_OK)
+				continue;
+			size_t votes = 0;
+			for (size_t b2 = 0; b2 < total; b2++)
+				votes += state[b2] == F_OK && !strcmp(f[a].dep, f[b2].dep);
+			if (votes > best) {
+				best = votes;
+				memcpy(s->deployment, f[a].dep, 33);
+			}
+		}
+	}
+	CN_ASSERT(cn_hex_decode((cn_str){ s->deployment, 32 }, s->dep_key, 16) == CN_OK);
+	/* 3. check the formatted drives, format the empty ones */
+	at = 0;
+	size_t written = 0;
+	for (size_t p = 0, i = 0; p < s->npools; p++) {
+		for (size_t k = 0; k < s->pools[p].nsets; k++, i++) {
+			cn_ec_set *set = s->sets[i];
+			for (size_t d = 0; d < cn_ec_set_ndrives(set); d++, at++) {
+				char why[700];
+				const char *ep = cn_ec_set_endpoint(set, d);
+				if (state[at] == F_OK && format_mismatch(s, &f[at], p, k, d, why, sizeof why)) {
+					cn_log(CN_LOG_ERROR, NULL, "object: drive %s refused for pool %zu set %zu slot "
+					       "%zu: %s", ep, p, k, d, why);
+					why_err[at] = CN_ERR_INVALID;
+					state[at] = F_BAD;
+					cn_ec_set_refuse(set, d);
+				} else if (state[at] == F_NONE) {
+					cn_err we = format_write(s, set, p, k, d);
+					if (we) {
+						cn_log(CN_LOG_ERROR, NULL, "object: drive %s: cannot write its format "
+						       "record (%s): offline", ep, cn_err_str(we));
+						why_err[at] = we;
+						state[at] = F_BAD;
+						cn_ec_set_refuse(set, d);
+						continue;
+					}
+					written++;
+					if (!fresh)
+						cn_log(CN_LOG_WARN, NULL, "drive %s was empty: formatted into pool %zu set "
+						       "%zu slot %zu (it will be healed)", ep, p, k, d);
+				}
+			}
+		}
+	}
+	/* 4. what was just written must read back as its own slot: the same folder given twice
+	 * (under two names) would otherwise hold one slot's record and serve two */
+	at = 0;
+	for (size_t p = 0, i = 0; p < s->npools && written; p++) {
+		for (size_t k = 0; k < s->pools[p].nsets; k++, i++) {
+			cn_ec_set *set = s->sets[i];
+			bool synced = false;
+			for (size_t d = 0; d < cn_ec_set_ndrives(set); d++, at++) {
+				if (state[at] != F_NONE)
+					continue;
+				if (!synced && s->cfg.durable) {
+					cn_ec_sync(set);
+					synced = true;
+				}
+				cn_buf b;
+				cn_buf_init(&b);
+				fmt g;
+				char why[700];
+				if (cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b) || format_parse(&b, &g) ||
+				    format_mismatch(s, &g, p, k, d, why, sizeof why)) {
+					cn_log(CN_LOG_ERROR, NULL, "object: drive %s refused for pool %zu set %zu slot "
+					       "%zu: its new format record does not read back as this slot (is the "
+					       "same drive given twice?)", cn_ec_set_endpoint(set, d), p, k, d);
+					why_err[at] = CN_ERR_INVALID;
+					state[at] = F_BAD;
+					cn_ec_set_refuse(set, d);
+				} else {
+					state[at] = F_OK; /* formatted now */
+					is_new[at] = true;
+					f[at] = g;
+				}
+				cn_buf_fini(&b);
+			}
+		}
+	}
+	if (fresh && written)
+		cn_log(CN_LOG_INFO, NULL, "object: new deployment %s: formatted %zu drive(s)", s->deployment,
+		       written);
+	/* 5. quorum: a fresh deployment needs write quorum in every set, an existing one read
+	 * quorum; below it, the reason a drive was refused is the answer */
+	at = 0;
+	for (size_t p = 0, i = 0; p < s->npools && !e; p++) {
+		for (size_t k = 0; k < s->pools[p].nsets && !e; k++, i++) {
+			cn_ec_set *set = s->sets[i];
+			size_t n = cn_ec_set_ndrives(set), ok = 0;
+			unsigned par, rrs;
+			cn_ec_set_parity(set, &par, &rrs);
+			cn_err first = CN_OK;
+			for (size_t d = 0; d < n; d++, at++) {
+				ok += cn_ec_set_endpoint(set, d) != NULL;
+				if (!first && why_err[at])
+					first = why_err[at];
+			}
+			size_t need = fresh ? write_quorum_of(n, par) : n - par;
+			if (ok < need) {
+				cn_log(CN_LOG_ERROR, NULL, "object: pool %zu set %zu: %zu of %zu drive(s) usable, "
+				       "%zu needed: cannot serve", p, k, ok, n, need);
+				e = first ? first : CN_ERR_QUORUM;
+			}
+		}
+	}
+	if (!e && !fresh && written)
+		restore_buckets(s, is_new, raw);
+out:
+	free(f);
+	free(state);
+	free(why_err);
+	free(is_new);
 	return e;
 }
 
-cn_err cn_obj_store_open(const char *const *drives, size_t ndrives, const cn_obj_config *cfg,
-                         cn_obj_store **out)
+static int vol_cmp(const void *a, const void *b)
 {
-	if (ndrives == 0 || !drives)
+	return strcmp(((const cn_drive_vol *)a)->name, ((const cn_drive_vol *)b)->name);
+}
+
+/* Copies system file `name` from a drive that has it (not one of the new ones) to every
+ * new drive. */
+static void copy_sys(cn_obj_store *s, const bool *is_new, const char *name, cn_buf *b)
+{
+	bool got = false;
+	for (size_t i = 0, at = 0; i < s->nsets && !got; i++)
+		for (size_t d = 0; d < cn_ec_set_ndrives(s->sets[i]); d++, at++)
+			if (!got && !is_new[at]) {
+				b->len = 0;
+				got = cn_ec_read_sys(s->sets[i], d, name, 256 * 1024, b) == CN_OK;
+			}
+	for (size_t i = 0, at = 0; i < s->nsets && got; i++)
+		for (size_t d = 0; d < cn_ec_set_ndrives(s->sets[i]); d++, at++)
+			if (is_new[at])
+				cn_ec_write_sys(s->sets[i], d, name, b->p, b->len);
+}
+
+/* The buckets onto drives formatted into an existing deployment: their folders on every
+ * set, and their system files (created_ms, configuration documents) copied from another
+ * drive. Objects come back by healing. raw[at] is drive `at` as opened (borrowed from its
+ * set, valid while its slot is not refused): the buckets are the union of every old drive's
+ * (a set's listing asks one drive, which may be a new one). */
+static void restore_buckets(cn_obj_store *s, const bool *is_new, cn_drive *const *raw)
+{
+	cn_drive_vol *all = NULL;
+	size_t n = 0;
+	for (size_t i = 0, at = 0; i < s->nsets; i++)
+	for (size_t d = 0; d < cn_ec_set_ndrives(s->sets[i]); d++, at++) {
+		cn_drive_vol *v;
+		size_t nv;
+		if (is_new[at] || !cn_ec_set_endpoint(s->sets[i], d) || !raw[at] ||
+		    raw[at]->ops->list_vols(raw[at], &v, &nv))
+			continue;
+		cn_drive_vol *na = realloc(all, (n + nv + 1) * sizeof *na);
+		if (!na) {
+			free(v);
+			break;
+		}
+		all = na;
+		memcpy(all + n, v, nv * sizeof *v);
+		n += nv;
+		free(v);
+	}
+	if (n)
+		qsort(all, n, sizeof *all, vol_cmp);
+	cn_buf b;
+	cn_buf_init(&b);
+	for (size_t k = 0; k < n; k++) {
+		if ((k && !strcmp(all[k].name, all[k - 1].name)) || !cn_obj_bucket_name_valid(all[k].name))
+			continue;
+		for (size_t i = 0; i < s->nsets; i++)
+			cn_ec_make_vol(s->sets[i], all[k].name); /* created where missing */
+		char path[160];
+		snprintf(path, sizeof path, "buckets/%s", all[k].name);
+		copy_sys(s, is_new, path, &b);
+		for (size_t c = 0; cn_obj__config_path_at(c, all[k].name, path, sizeof path); c++)
+			if (path[0])
+				copy_sys(s, is_new, path, &b);
+		cn_log(CN_LOG_INFO, NULL, "object: bucket %s restored onto the new drive(s)", all[k].name);
+	}
+	cn_buf_fini(&b);
+	free(all);
+	for (size_t i = 0; i < s->nsets && s->cfg.durable; i++)
+		cn_ec_sync(s->sets[i]);
+}
+
+static cn_err topology_check(const cn_obj_topology *t)
+{
+	if (!t || !t->pools || t->npools == 0 || t->npools > MAX_POOLS) {
+		cn_log(CN_LOG_ERROR, NULL, "object: a topology needs 1 to %d pools", MAX_POOLS);
 		return CN_ERR_INVALID;
-	if (ndrives > 1)
-		return CN_ERR_UNSUPPORTED;
+	}
+	size_t nsets = 0;
+	for (size_t p = 0; p < t->npools; p++) {
+		const cn_obj_pool_spec *ps = &t->pools[p];
+		if (!ps->drives || ps->nsets == 0 || ps->set_size == 0 || ps->set_size > CN_EC_MAX_DRIVES ||
+		    ps->nsets > MAX_SETS) {
+			cn_log(CN_LOG_ERROR, NULL, "object: pool %zu: %zu set(s) of %zu drive(s) is not a "
+			       "valid layout (1..%d drives per set)", p, ps->nsets, ps->set_size,
+			       CN_EC_MAX_DRIVES);
+			return CN_ERR_INVALID;
+		}
+		nsets += ps->nsets;
+		if (nsets > MAX_SETS)
+			return CN_ERR_INVALID;
+		if (ps->set_size > 1 && (t->parity_standard < 1 || t->parity_standard > ps->set_size / 2 ||
+		                         t->parity_rrs > t->parity_standard)) {
+			cn_log(CN_LOG_ERROR, NULL, "object: pool %zu: parity EC:%u (RRS EC:%u) does not fit "
+			       "sets of %zu drives (1..%zu, RRS <= STANDARD)", p, t->parity_standard,
+			       t->parity_rrs, ps->set_size, ps->set_size / 2);
+			return CN_ERR_INVALID;
+		}
+		for (size_t i = 0; i < ps->nsets * ps->set_size; i++)
+			if (!ps->drives[i] || !ps->drives[i][0])
+				return CN_ERR_INVALID;
+	}
+	/* the same folder twice would serve two slots from one drive */
+	for (size_t p = 0; p < t->npools; p++) {
+		size_t n = t->pools[p].nsets * t->pools[p].set_size;
+		for (size_t i = 0; i < n; i++)
+			for (size_t q = p; q < t->npools; q++) {
+				size_t m = t->pools[q].nsets * t->pools[q].set_size;
+				for (size_t j = q == p ? i + 1 : 0; j < m; j++)
+					if (!strcmp(t->pools[p].drives[i], t->pools[q].drives[j])) {
+						cn_log(CN_LOG_ERROR, NULL, "object: drive %s is given twice",
+						       t->pools[p].drives[i]);
+						return CN_ERR_INVALID;
+					}
+			}
+	}
+	return CN_OK;
+}
+
+cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config *cfg,
+                                  cn_obj_store **out)
+{
+	cn_err e = topology_check(t);
+	if (e)
+		return e;
 	cn_obj_store *s = calloc(1, sizeof *s);
 	if (!s)
 		return CN_ERR_NOMEM;
@@ -263,15 +616,62 @@ cn_err cn_obj_store_open(const char *const *drives, size_t ndrives, const cn_obj
 	pthread_mutex_init(&s->vs_mu, NULL);
 	for (size_t i = 0; i < KEY_LOCKS; i++)
 		pthread_mutex_init(&s->key_locks[i], NULL);
-	cn_drive *d = NULL;
-	cn_err e = cn_drive_local_open(drives[0], cfg->durable, &d);
-	if (!e) {
-		e = cn_ec_set_new(&d, 1, 0, 0, &s->set);
-		if (e)
-			cn_drive_close(d);
+	size_t nsets = 0, ndrives = 0;
+	for (size_t p = 0; p < t->npools; p++) {
+		nsets += t->pools[p].nsets;
+		ndrives += t->pools[p].nsets * t->pools[p].set_size;
+	}
+	s->pools = calloc(t->npools, sizeof *s->pools);
+	s->sets = calloc(nsets, sizeof *s->sets);
+	cn_err *open_err = calloc(ndrives, sizeof *open_err);
+	cn_drive **raw = calloc(ndrives, sizeof *raw);
+	if (!s->pools || !s->sets || !open_err || !raw) {
+		free(open_err);
+		free(raw);
+		cn_obj_store_close(s);
+		return CN_ERR_NOMEM;
+	}
+	s->npools = t->npools;
+	size_t at = 0;
+	for (size_t p = 0; p < t->npools && !e; p++) {
+		const cn_obj_pool_spec *ps = &t->pools[p];
+		s->pools[p].sets = s->sets + s->nsets;
+		s->pools[p].set_size = ps->set_size;
+		unsigned par = ps->set_size > 1 ? t->parity_standard : 0;
+		unsigned rrs = ps->set_size > 1 ? (t->parity_rrs ? t->parity_rrs : 1) : 0;
+		for (size_t k = 0; k < ps->nsets && !e; k++) {
+			cn_drive *dv[CN_EC_MAX_DRIVES] = { 0 };
+			for (size_t d = 0; d < ps->set_size; d++, at++) {
+				const char *path = ps->drives[k * ps->set_size + d];
+				cn_drive *local = NULL;
+				open_err[at] = cn_drive_local_open(path, cfg->durable, &local);
+				if (!open_err[at]) { /* errors and stalls take it offline (drive.h) */
+					cn_drive_health_cfg hc = { 0 };
+					if ((open_err[at] = cn_drive_health_wrap(local, &hc, &dv[d])))
+						cn_drive_close(local);
+				}
+				raw[at] = dv[d];
+				if (open_err[at]) {
+					dv[d] = raw[at] = NULL;
+					cn_log(CN_LOG_ERROR, NULL, "object: drive %s (pool %zu set %zu slot %zu) cannot "
+					       "be opened (%s): offline", path, p, k, d, cn_err_str(open_err[at]));
+				}
+			}
+			e = cn_ec_set_new(dv, ps->set_size, par, rrs, &s->sets[s->nsets]);
+			if (e) {
+				for (size_t d = 0; d < ps->set_size; d++)
+					cn_drive_close(dv[d]);
+				memset(raw, 0, ndrives * sizeof *raw);
+				break;
+			}
+			s->nsets++;
+			s->pools[p].nsets++;
+		}
 	}
 	if (!e)
-		e = format_load_or_create(s);
+		e = format_all(s, open_err, raw);
+	free(open_err);
+	free(raw);
 	if (e) {
 		cn_obj_store_close(s);
 		return e;
@@ -283,13 +683,27 @@ cn_err cn_obj_store_open(const char *const *drives, size_t ndrives, const cn_obj
 	return CN_OK;
 }
 
+cn_err cn_obj_store_open(const char *const *drives, size_t ndrives, const cn_obj_config *cfg,
+                         cn_obj_store **out)
+{
+	if (ndrives == 0 || !drives || ndrives > CN_EC_MAX_DRIVES)
+		return CN_ERR_INVALID;
+	cn_obj_pool_spec pool = { .drives = drives, .nsets = 1, .set_size = ndrives };
+	cn_obj_topology t = { .pools = &pool, .npools = 1, .parity_standard = default_parity(ndrives),
+	                      .parity_rrs = ndrives > 1 ? 1 : 0 };
+	return cn_obj_store_open_topology(&t, cfg, out);
+}
+
 void cn_obj_store_close(cn_obj_store *s)
 {
 	if (!s)
 		return;
 	cn_obj__heal_stop(s);
 	cn_obj__janitor_stop(s);
-	cn_ec_set_free(s->set);
+	for (size_t i = 0; i < s->nsets; i++)
+		cn_ec_set_free(s->sets[i]);
+	free(s->sets);
+	free(s->pools);
 	pthread_rwlock_destroy(&s->ns_lock);
 	pthread_mutex_destroy(&s->vs_mu);
 	for (size_t i = 0; i < KEY_LOCKS; i++)
@@ -299,12 +713,201 @@ void cn_obj_store_close(cn_obj_store *s)
 
 bool cn_obj_store_ready(cn_obj_store *s)
 {
-	return s && s->ready && cn_ec_set_online(s->set);
+	if (!s || !s->ready)
+		return false;
+	for (size_t i = 0; i < s->nsets; i++)
+		if (!cn_ec_set_online(s->sets[i]))
+			return false;
+	return true;
+}
+
+cn_err cn_obj__barrier_set(cn_obj_store *s, cn_ec_set *set)
+{
+	return s->cfg.durable ? cn_ec_sync(set) : CN_OK;
 }
 
 cn_err cn_obj__barrier(cn_obj_store *s)
 {
-	return s->cfg.durable ? cn_ec_sync(s->set) : CN_OK;
+	cn_err e = CN_OK;
+	for (size_t i = 0; i < s->nsets && s->cfg.durable; i++) {
+		cn_err se = cn_ec_sync(s->sets[i]);
+		if (!e)
+			e = se;
+	}
+	return e;
+}
+
+/* --- routing ------------------------------------------------------------------------------ */
+
+static uint64_t le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+#define ROTL64(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                      \
+	do {                                                                          \
+		v0 += v1; v1 = ROTL64(v1, 13); v1 ^= v0; v0 = ROTL64(v0, 32);         \
+		v2 += v3; v3 = ROTL64(v3, 16); v3 ^= v2;                              \
+		v0 += v3; v3 = ROTL64(v3, 21); v3 ^= v0;                              \
+		v2 += v1; v1 = ROTL64(v1, 17); v1 ^= v2; v2 = ROTL64(v2, 32);         \
+	} while (0)
+
+/* SipHash-2-4 (Aumasson & Bernstein), 64-bit output: what MinIO's sipHashMod uses, with
+ * the deployment id's 16 bytes as k0 || k1 (little-endian). */
+uint64_t cn_obj__siphash(const unsigned char key[16], const void *data, size_t len)
+{
+	const unsigned char *in = data;
+	uint64_t k0 = le64(key), k1 = le64(key + 8);
+	uint64_t v0 = 0x736f6d6570736575ull ^ k0, v1 = 0x646f72616e646f6dull ^ k1;
+	uint64_t v2 = 0x6c7967656e657261ull ^ k0, v3 = 0x7465646279746573ull ^ k1;
+	size_t full = len - len % 8;
+	for (size_t i = 0; i < full; i += 8) {
+		uint64_t m = le64(in + i);
+		v3 ^= m;
+		SIPROUND;
+		SIPROUND;
+		v0 ^= m;
+	}
+	uint64_t b = (uint64_t)len << 56;
+	for (size_t i = 0; i < len % 8; i++)
+		b |= (uint64_t)in[full + i] << (8 * i);
+	v3 ^= b;
+	SIPROUND;
+	SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+cn_ec_set *cn_obj__hashed_set(cn_obj_store *s, size_t pool, const char *key)
+{
+	const cn_obj__pool *p = &s->pools[pool];
+	if (p->nsets == 1)
+		return p->sets[0];
+	return p->sets[cn_obj__siphash(s->dep_key, key, strlen(key)) % p->nsets];
+}
+
+/* Whether pool p's set of bucket/key has its record: CN_OK (or CN_ERR_CORRUPT: it is
+ * there), CN_ERR_NO_KEY / CN_ERR_NO_BUCKET, or why it cannot tell. */
+static cn_err key_in_pool(cn_obj_store *s, size_t p, const char *bucket, const char *key)
+{
+	cn_ec_meta m;
+	cn_ec_meta_init(&m);
+	cn_err e = cn_ec_read_meta(cn_obj__hashed_set(s, p, key), bucket, key, true, &m);
+	cn_ec_meta_fini(&m);
+	return e;
+}
+
+cn_ec_set *cn_obj__key_set(cn_obj_store *s, const char *bucket, const char *key)
+{
+	if (s->npools == 1)
+		return cn_obj__hashed_set(s, 0, key);
+	for (size_t p = 0; p < s->npools; p++) {
+		cn_err e = key_in_pool(s, p, bucket, key);
+		if (e != CN_ERR_NO_KEY && e != CN_ERR_NO_BUCKET)
+			return cn_obj__hashed_set(s, p, key);
+	}
+	return cn_obj__hashed_set(s, 0, key);
+}
+
+cn_err cn_obj__put_set(cn_obj_store *s, const char *bucket, const char *key, cn_ec_set **out)
+{
+	*out = cn_obj__hashed_set(s, 0, key);
+	if (s->npools == 1)
+		return CN_OK;
+	/* an existing key stays in its pool (MinIO looks in every pool first, too) */
+	uint64_t free_b[MAX_POOLS], total = 0;
+	for (size_t p = 0; p < s->npools; p++) {
+		cn_err e = key_in_pool(s, p, bucket, key);
+		if (e == CN_OK || e == CN_ERR_CORRUPT) {
+			*out = cn_obj__hashed_set(s, p, key);
+			return CN_OK;
+		}
+		if (e != CN_ERR_NO_KEY && e != CN_ERR_NO_BUCKET)
+			return e; /* it may be there: writing elsewhere could make two copies */
+		free_b[p] = cn_ec_set_free_bytes(cn_obj__hashed_set(s, p, key)) >> 20; /* MiB: no overflow */
+		total += free_b[p];
+	}
+	/* a new key: a pool at random, weighted by the free space of the key's set there */
+	if (total == 0)
+		return CN_OK;
+	char id[33];
+	unsigned char raw[16];
+	cn_drive_random_id(id);
+	CN_ASSERT(cn_hex_decode((cn_str){ id, 32 }, raw, 16) == CN_OK);
+	uint64_t r = le64(raw) % total;
+	for (size_t p = 0, acc = 0; p < s->npools; p++) {
+		acc += free_b[p];
+		if (free_b[p] && r < acc) {
+			*out = cn_obj__hashed_set(s, p, key);
+			break;
+		}
+	}
+	return CN_OK;
+}
+
+/* --- bucket-wide system files ---------------------------------------------------------- */
+
+cn_err cn_obj__read_sys(cn_obj_store *s, const char *name, size_t max, cn_buf *out)
+{
+	cn_err last = CN_ERR_QUORUM;
+	for (size_t i = 0; i < s->nsets; i++) {
+		cn_ec_set *set = s->sets[i];
+		size_t n = cn_ec_set_ndrives(set), absent = 0;
+		unsigned par, rrs;
+		cn_ec_set_parity(set, &par, &rrs);
+		for (size_t d = 0; d < n; d++) {
+			out->len = 0;
+			cn_err e = cn_ec_read_sys(set, d, name, max, out);
+			if (e == CN_OK || e == CN_ERR_TOO_LARGE)
+				return e;
+			if (e == CN_ERR_NOT_FOUND && ++absent > par)
+				return e; /* a write reached all but at most `par` drives */
+			if (e != CN_ERR_NOT_FOUND)
+				last = e;
+		}
+	}
+	return last;
+}
+
+cn_err cn_obj__write_sys_every(cn_obj_store *s, const char *name, const void *p, size_t len)
+{
+	cn_err e = CN_OK;
+	for (size_t i = 0; i < s->nsets; i++) {
+		cn_err se = cn_ec_write_sys_all(s->sets[i], name, p, len);
+		if (!e)
+			e = se;
+	}
+	return e;
+}
+
+cn_err cn_obj__remove_sys_every(cn_obj_store *s, const char *name)
+{
+	cn_err e = CN_OK;
+	for (size_t i = 0; i < s->nsets; i++) {
+		cn_err se = cn_ec_remove_sys_all(s->sets[i], name);
+		if (!e && se != CN_ERR_NOT_FOUND)
+			e = se;
+	}
+	return e;
+}
+
+cn_err cn_obj__stat_bucket(cn_obj_store *s, const char *bucket)
+{
+	for (size_t i = 0; i < s->nsets; i++) {
+		cn_err e = cn_ec_stat_vol(s->sets[i], bucket, NULL);
+		if (e)
+			return e;
+	}
+	return CN_OK;
 }
 
 /* --- buckets ------------------------------------------------------------------------ */
@@ -316,7 +919,7 @@ static int64_t bucket_created(cn_obj_store *s, const char *name, int64_t fallbac
 	cn_buf_init(&b);
 	snprintf(path, sizeof path, "buckets/%s", name);
 	int64_t ms = fallback;
-	if (cn_ec_read_sys(s->set, 0, path, 256, &b) == CN_OK && b.p) {
+	if (cn_obj__read_sys(s, path, 256, &b) == CN_OK && b.p) {
 		long long v;
 		if (sscanf(b.p, "created_ms %lld", &v) == 1 && v >= 0)
 			ms = v;
@@ -325,17 +928,28 @@ static int64_t bucket_created(cn_obj_store *s, const char *name, int64_t fallbac
 	return ms;
 }
 
+/* Bucket operations touch every set of every pool: a bucket is a folder on every drive. */
 cn_err cn_obj_make_bucket(cn_obj_store *s, const char *name)
 {
 	if (!cn_obj_bucket_name_valid(name))
 		return CN_ERR_BAD_BUCKET_NAME;
 	char path[96], body[64];
 	pthread_rwlock_wrlock(&s->ns_lock);
-	cn_err e = cn_ec_make_vol(s->set, name);
+	cn_err e = CN_OK;
+	size_t existed = 0;
+	for (size_t i = 0; i < s->nsets && !e; i++) {
+		e = cn_ec_make_vol(s->sets[i], name);
+		if (e == CN_ERR_BUCKET_EXISTS) { /* everywhere: it exists; somewhere: finish it */
+			existed++;
+			e = CN_OK;
+		}
+	}
+	if (!e && existed == s->nsets)
+		e = CN_ERR_BUCKET_EXISTS;
 	if (!e) {
 		snprintf(path, sizeof path, "buckets/%s", name);
 		int n = snprintf(body, sizeof body, "created_ms %lld\n", (long long)cn_now_ms());
-		e = cn_ec_write_sys_all(s->set, path, body, (size_t)n);
+		e = cn_obj__write_sys_every(s, path, body, (size_t)n);
 	}
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
@@ -348,7 +962,9 @@ cn_err cn_obj_head_bucket(cn_obj_store *s, const char *name, cn_bucket_info *out
 	int64_t mtime = 0;
 	if (!cn_obj_bucket_name_valid(name))
 		return CN_ERR_NO_BUCKET;
-	cn_err e = cn_ec_stat_vol(s->set, name, &mtime);
+	cn_err e = cn_ec_stat_vol(s->sets[0], name, &mtime);
+	for (size_t i = 1; i < s->nsets && !e; i++)
+		e = cn_ec_stat_vol(s->sets[i], name, NULL);
 	if (e)
 		return e;
 	if (out) {
@@ -364,14 +980,41 @@ cn_err cn_obj_delete_bucket(cn_obj_store *s, const char *name)
 	if (!cn_obj_bucket_name_valid(name))
 		return CN_ERR_NO_BUCKET;
 	pthread_rwlock_wrlock(&s->ns_lock); /* C5 */
-	cn_err e = cn_ec_delete_vol(s->set, name);
+	cn_err e = CN_OK;
+	size_t gone = 0, i;
+	bool *deleted = calloc(s->nsets, sizeof *deleted);
+	if (!deleted) {
+		pthread_rwlock_unlock(&s->ns_lock);
+		return CN_ERR_NOMEM;
+	}
+	/* set by set; a set that still holds objects stops it, and the sets already emptied
+	 * get their folder back (no commit can run meanwhile: C5) */
+	for (i = 0; i < s->nsets; i++) {
+		cn_err de = cn_ec_delete_vol(s->sets[i], name);
+		if (de == CN_ERR_NO_BUCKET)
+			continue;
+		if (de) {
+			e = de;
+			break;
+		}
+		deleted[i] = true;
+		gone++;
+	}
+	if (e) {
+		for (size_t j = 0; j < i; j++)
+			if (deleted[j])
+				cn_ec_make_vol(s->sets[j], name);
+	} else if (gone == 0) {
+		e = CN_ERR_NO_BUCKET;
+	}
 	if (!e) {
 		snprintf(path, sizeof path, "buckets/%s", name);
-		cn_ec_remove_sys_all(s->set, path);
+		cn_obj__remove_sys_every(s, path);
 		cn_obj__bucket_gone(s, name);
 		cn_obj__versioning_forget(s, name);
 	}
 	pthread_rwlock_unlock(&s->ns_lock);
+	free(deleted);
 	if (!e)
 		e = cn_obj__barrier(s);
 	return e;
@@ -384,11 +1027,13 @@ static int bucket_cmp(const void *a, const void *b)
 
 cn_err cn_obj_list_buckets(cn_obj_store *s, cn_bucket_info **out, size_t *n)
 {
-	cn_drive_vol *v;
-	size_t nv;
+	cn_drive_vol *v = NULL;
+	size_t nv = 0;
 	*out = NULL;
 	*n = 0;
-	cn_err e = cn_ec_list_vols(s->set, &v, &nv);
+	cn_err e = CN_ERR_QUORUM;
+	for (size_t i = 0; i < s->nsets && e; i++) /* every set has every bucket: the first that answers */
+		e = cn_ec_list_vols(s->sets[i], &v, &nv);
 	if (e)
 		return e;
 	cn_bucket_info *b = calloc(nv ? nv : 1, sizeof *b);
@@ -548,7 +1193,10 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 	cn_err e = cn_obj__check_names(bucket, key);
 	if (e)
 		return e;
-	if ((e = cn_ec_stat_vol(s->set, bucket, NULL)))
+	cn_ec_set *set;
+	if ((e = cn_obj__put_set(s, bucket, key, &set)))
+		return e;
+	if ((e = cn_ec_stat_vol(set, bucket, NULL)))
 		return e;
 	unsigned char *buf = cn_obj__tls_buf(0);
 	if (!buf)
@@ -565,7 +1213,7 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 	for (size_t i = 0; i < opts->nmeta; i++)
 		if (!strcmp(opts->meta[i].name, "x-amz-storage-class"))
 			sc = opts->meta[i].value;
-	if ((e = cn_obj__recv(s, s->set, bucket, key, sc, body, opts->size, INT64_MAX, true, buf, &w,
+	if ((e = cn_obj__recv(s, set, bucket, key, sc, body, opts->size, INT64_MAX, true, buf, &w,
 	                      &total, md5, &inline_data)))
 		goto fail;
 	if (opts->seal && (e = opts->seal(opts->seal_ctx, md5, total, &add, &nadd)))
@@ -608,9 +1256,9 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 	pthread_rwlock_rdlock(&s->ns_lock); /* C5 */
 	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
 	pthread_mutex_lock(kl); /* C2 */
-	e = cn_obj__vprep(s, bucket, key, v, &m, &vc);
+	e = cn_obj__vprep(s, set, bucket, key, v, &m, &vc);
 	if (!e && inline_data)
-		e = cn_ec_commit_inline(s->set, bucket, key, &m);
+		e = cn_ec_commit_inline(set, bucket, key, &m);
 	else if (!e)
 		e = cn_ec_writer_commit(w, bucket, key, &m);
 	if (!e)
@@ -618,7 +1266,7 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 	pthread_mutex_unlock(kl);
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
-		e = cn_obj__barrier(s); /* C3 */
+		e = cn_obj__barrier_set(s, set); /* C3 */
 	cn_obj__vfinish(s, bucket, key, &vc, m.data_id, !e); /* C4 */
 	if (e)
 		goto fail;
@@ -652,7 +1300,7 @@ cn_err cn_obj_stat(cn_obj_store *s, const char *bucket, const char *key, cn_obj_
 		return e == CN_ERR_NO_BUCKET ? e : CN_ERR_NO_KEY;
 	cn_ec_meta m;
 	cn_ec_meta_init(&m);
-	e = cn_ec_read_meta(s->set, bucket, key, true, &m);
+	e = cn_ec_read_meta(cn_obj__key_set(s, bucket, key), bucket, key, true, &m);
 	if (!e && m.delete_marker)
 		e = CN_ERR_NO_KEY; /* the latest version is a delete marker: out says so */
 	if ((!e || m.delete_marker) && out)
@@ -702,7 +1350,7 @@ cn_err cn_obj_open(cn_obj_store *s, const char *bucket, const char *key, cn_obj_
 	cn_ec_meta m;
 	cn_ec_meta_init(&m);
 	cn_ec_reader *er;
-	e = cn_ec_open(s->set, bucket, key, &m, &er);
+	e = cn_ec_open(cn_obj__key_set(s, bucket, key), bucket, key, &m, &er);
 	if (!e && m.delete_marker) {
 		cn_ec_reader_close(er);
 		if (info)
@@ -785,23 +1433,24 @@ cn_err cn_obj_delete(cn_obj_store *s, const char *bucket, const char *key)
 		return e == CN_ERR_NO_BUCKET ? e : CN_ERR_NO_KEY;
 	cn_ec_meta old;
 	cn_ec_meta_init(&old);
+	cn_ec_set *set = cn_obj__key_set(s, bucket, key);
 	pthread_rwlock_rdlock(&s->ns_lock);
 	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
 	pthread_mutex_lock(kl);
-	e = cn_ec_read_meta(s->set, bucket, key, true, &old);
+	e = cn_ec_read_meta(set, bucket, key, true, &old);
 	if (e == CN_ERR_CORRUPT) {
 		cn_log(CN_LOG_WARN, NULL, "object: delete %s/%s: removing a corrupt record; its data "
 		       "folder stays", bucket, key);
 		e = CN_OK;
 	}
 	if (!e)
-		e = cn_ec_delete_meta(s->set, bucket, key);
+		e = cn_ec_delete_meta(set, bucket, key);
 	pthread_mutex_unlock(kl);
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
-		e = cn_obj__barrier(s);
+		e = cn_obj__barrier_set(s, set);
 	if (!e) /* C4: data and empty parents only after the record's removal is durable */
-		cn_ec_delete_data(s->set, bucket, key, old.data_id[0] ? old.data_id : NULL);
+		cn_ec_delete_data(set, bucket, key, old.data_id[0] ? old.data_id : NULL);
 	cn_ec_meta_fini(&old);
 	return e;
 }
@@ -899,6 +1548,99 @@ void cn_list_result_fini(cn_list_result *r)
 	memset(r, 0, sizeof *r);
 }
 
+/* One set's page: its keys after `after`, at most max_keys entries (as described for
+ * cn_obj_list). */
+static cn_err list_set(cn_ec_set *set, const char *bucket, const char *prefix, const char *delimiter,
+                       const char *after, size_t max_keys, cn_list_result *out)
+{
+	bool slash = delimiter && !strcmp(delimiter, "/");
+	list_ctx c = { .out = out, .max = max_keys, .plen = strlen(prefix), .after = after,
+	               .alen = strlen(after) };
+	if (delimiter && delimiter[0] && !slash) {
+		c.delim = delimiter;
+		c.dlen = strlen(delimiter);
+	}
+	cn_err e = cn_ec_walk(set, bucket, prefix, after[0] ? after : NULL, slash, list_cb, &c);
+	if (e == LIST_STOP)
+		e = CN_OK;
+	if (!e && out->truncated && c.last && !(out->next_marker = strdup(c.last)))
+		e = CN_ERR_NOMEM;
+	if (e)
+		cn_list_result_fini(out);
+	return e;
+}
+
+/* Merges the sets' sorted pages r[0..n) into out (L1-L3 below), taking their strings. */
+static cn_err list_merge(cn_list_result *r, size_t n, size_t max, cn_list_result *out)
+{
+	/* L1. Every set's page is sorted and holds its first entries after the marker.
+	 * L2. Nothing can be returned past the end of a truncated page: its set's next entries
+	 *     are unknown, so the merge stops when such a page runs out (truncated).
+	 * L3. A common prefix that several sets return is one entry. */
+	size_t *oi = calloc(n, sizeof *oi), *pi = calloc(n, sizeof *pi);
+	cn_err e = CN_OK;
+	const char *last = NULL;
+	if (!oi || !pi)
+		e = CN_ERR_NOMEM;
+	size_t count = 0;
+	if (!e && !(out->objects = calloc(max, sizeof *out->objects)))
+		e = CN_ERR_NOMEM;
+	if (!e && !(out->prefixes = calloc(max, sizeof *out->prefixes)))
+		e = CN_ERR_NOMEM;
+	while (!e) {
+		size_t best = n;
+		bool best_pre = false;
+		const char *bn = NULL;
+		bool stop = false;
+		for (size_t i = 0; i < n; i++) {
+			bool more_o = oi[i] < r[i].nobjects, more_p = pi[i] < r[i].nprefixes;
+			if (!more_o && !more_p) {
+				stop |= r[i].truncated; /* L2 */
+				continue;
+			}
+			if (more_o && (!bn || strcmp(r[i].objects[oi[i]].key, bn) < 0)) {
+				best = i;
+				best_pre = false;
+				bn = r[i].objects[oi[i]].key;
+			}
+			if (more_p && (!bn || strcmp(r[i].prefixes[pi[i]], bn) < 0)) {
+				best = i;
+				best_pre = true;
+				bn = r[i].prefixes[pi[i]];
+			}
+		}
+		if (stop) {
+			out->truncated = true;
+			break;
+		}
+		if (best == n)
+			break;
+		if (best_pre && out->nprefixes && !strcmp(out->prefixes[out->nprefixes - 1], bn)) {
+			pi[best]++; /* L3 */
+			continue;
+		}
+		if (count == max) {
+			out->truncated = true;
+			break;
+		}
+		if (best_pre) {
+			out->prefixes[out->nprefixes++] = r[best].prefixes[pi[best]];
+			r[best].prefixes[pi[best]++] = NULL;
+			last = out->prefixes[out->nprefixes - 1];
+		} else {
+			out->objects[out->nobjects++] = r[best].objects[oi[best]];
+			r[best].objects[oi[best]++].key = NULL;
+			last = out->objects[out->nobjects - 1].key;
+		}
+		count++;
+	}
+	if (!e && out->truncated && last && !(out->next_marker = strdup(last)))
+		e = CN_ERR_NOMEM;
+	free(oi);
+	free(pi);
+	return e;
+}
+
 cn_err cn_obj_list(cn_obj_store *s, const char *bucket, const char *prefix, const char *delimiter,
                    const char *after, size_t max_keys, cn_list_result *out)
 {
@@ -914,19 +1656,21 @@ cn_err cn_obj_list(cn_obj_store *s, const char *bucket, const char *prefix, cons
 	if (max_keys > 1000)
 		max_keys = 1000;
 	if (max_keys == 0)
-		return cn_ec_stat_vol(s->set, bucket, NULL);
-	bool slash = delimiter && !strcmp(delimiter, "/");
-	list_ctx c = { .out = out, .max = max_keys, .plen = strlen(prefix), .after = after,
-	               .alen = strlen(after) };
-	if (delimiter && delimiter[0] && !slash) {
-		c.delim = delimiter;
-		c.dlen = strlen(delimiter);
-	}
-	cn_err e = cn_ec_walk(s->set, bucket, prefix, after[0] ? after : NULL, slash, list_cb, &c);
-	if (e == LIST_STOP)
-		e = CN_OK;
-	if (!e && out->truncated && c.last && !(out->next_marker = strdup(c.last)))
-		e = CN_ERR_NOMEM;
+		return cn_obj__stat_bucket(s, bucket);
+	if (s->nsets == 1) /* one set: its page is the answer */
+		return list_set(s->sets[0], bucket, prefix, delimiter, after, max_keys, out);
+	/* several sets: each one's page, then a merge (every key lives in one set) */
+	cn_list_result *r = calloc(s->nsets, sizeof *r);
+	if (!r)
+		return CN_ERR_NOMEM;
+	cn_err e = CN_OK;
+	for (size_t i = 0; i < s->nsets && !e; i++)
+		e = list_set(s->sets[i], bucket, prefix, delimiter, after, max_keys, &r[i]);
+	if (!e)
+		e = list_merge(r, s->nsets, max_keys, out);
+	for (size_t i = 0; i < s->nsets; i++)
+		cn_list_result_fini(&r[i]);
+	free(r);
 	if (e)
 		cn_list_result_fini(out);
 	return e;

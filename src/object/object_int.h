@@ -1,6 +1,7 @@
-/* object_int.h: private to the object module — the store's state and the helpers shared by
- * object.c (buckets, put/get/delete, listing) and multipart.c (uploads, metadata updates,
- * bucket configuration). The commit invariants C1-C5 of object.c hold for both files. */
+/* object_int.h: private to the object module — the store's state (pools of erasure sets)
+ * and the helpers shared by object.c (store, format, routing, buckets, put/get/delete,
+ * listing), multipart.c (uploads, metadata updates, bucket configuration), versions.c and
+ * heal.c. The commit invariants C1-C5 of object.c hold for all of them. */
 #ifndef CN_OBJECT_INT_H
 #define CN_OBJECT_INT_H
 
@@ -12,11 +13,22 @@
 #define OBJ_IO_BUF (1u << 20)
 #define OBJ_KEY_LOCKS 256
 
+/* One pool: nsets erasure sets of set_size drives (pointers into cn_obj_store.sets). */
+typedef struct cn_obj__pool {
+	cn_ec_set **sets;
+	size_t nsets;
+	size_t set_size;
+} cn_obj__pool;
+
 struct cn_obj_store {
-	cn_ec_set *set;
+	cn_obj__pool *pools;                       /* npools >= 1 */
+	size_t npools;
+	cn_ec_set **sets;                          /* every set: pool after pool (owned) */
+	size_t nsets;
 	cn_obj_config cfg;
 	bool ready;
 	char deployment[33];
+	unsigned char dep_key[16];                 /* the deployment id's bytes: the routing key */
 	pthread_rwlock_t ns_lock;                  /* C5 */
 	pthread_mutex_t key_locks[OBJ_KEY_LOCKS];  /* C2 (also one upload's changes) */
 	/* versioning state per bucket (versions.c): a direct-mapped cache of the
@@ -37,13 +49,39 @@ struct cn_obj_store {
 	pthread_cond_t janitor_cv;
 };
 
+/* --- routing (object.c): which erasure set holds a key ---------------------------------
+ * A key's set in a pool is SipHash-2-4 of the key keyed by the deployment id, mod the
+ * pool's set count (MinIO's placement, DESIGN.md §9). With one pool there is no I/O. */
+/* SipHash-2-4 of p[0..len) under the 16-byte key (64-bit result). */
+uint64_t cn_obj__siphash(const unsigned char key[16], const void *p, size_t len);
+/* The key's set in pool `pool` (no I/O). */
+cn_ec_set *cn_obj__hashed_set(cn_obj_store *s, size_t pool, const char *key);
+/* The set holding an existing key: with several pools, the first pool whose set has a
+ * record of it (or cannot tell: offline, corrupt); the first pool's set when none has. */
+cn_ec_set *cn_obj__key_set(cn_obj_store *s, const char *bucket, const char *key);
+/* The set for writing bucket/key: its pool when the key exists in one, otherwise a pool
+ * chosen at random weighted by the free space of the key's set in each pool (MinIO).
+ * Errors: a pool that cannot tell whether it holds the key (CN_ERR_QUORUM ...). */
+cn_err cn_obj__put_set(cn_obj_store *s, const char *bucket, const char *key, cn_ec_set **out);
+/* The barrier of one set (C3) / of every set; CN_OK at once when not durable. */
+cn_err cn_obj__barrier_set(cn_obj_store *s, cn_ec_set *set);
+/* Bucket-wide system files (bucket config): read from the first set whose drives give an
+ * answer (CN_ERR_NOT_FOUND only when more drives than the set's parity say so, so a
+ * wiped drive never hides a document); written / removed on every set. */
+cn_err cn_obj__read_sys(cn_obj_store *s, const char *name, size_t max, cn_buf *out);
+cn_err cn_obj__write_sys_every(cn_obj_store *s, const char *name, const void *p, size_t len);
+cn_err cn_obj__remove_sys_every(cn_obj_store *s, const char *name);
+/* The bucket's folder on every set: the first error (CN_ERR_NO_BUCKET ...). */
+cn_err cn_obj__stat_bucket(cn_obj_store *s, const char *bucket);
+
 /* Per-thread I/O buffer of OBJ_IO_BUF bytes: slot 0 for bodies being written, 1 for reads. */
 unsigned char *cn_obj__tls_buf(int slot);
 /* The striped lock of bucket/key (C2). */
 pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket, const char *key);
 /* Bucket name and key rules: CN_ERR_NO_BUCKET, CN_ERR_BAD_KEY, CN_ERR_KEY_TOO_LONG. */
 cn_err cn_obj__check_names(const char *bucket, const char *key);
-/* The durability barrier of a commit (C3); CN_OK at once when not durable. */
+/* The durability barrier of every set (C3); CN_OK at once when not durable. Commits of one
+ * key use cn_obj__barrier_set of its set. */
 cn_err cn_obj__barrier(cn_obj_store *s);
 /* Deep copy of n pairs (*out NULL when n == 0). */
 cn_err cn_obj__copy_kvs(const cn_kv *src, size_t n, cn_kv **out);
@@ -81,6 +119,7 @@ void cn_obj__heal_enqueue(cn_obj_store *s, const cn_ec_reader *r);
  * successful commit). After the barrier, vfinish removes the replaced data (only when
  * committed) and releases vc, whatever happened (also after a failed vprep). */
 typedef struct cn_obj__vcommit {
+	cn_ec_set *set;   /* the key's set (given to vprep) */
 	cn_versioning v;
 	cn_ec_meta old;   /* the version that was current (skip_inline), when old_ok */
 	bool old_ok;
@@ -90,8 +129,8 @@ typedef struct cn_obj__vcommit {
 } cn_obj__vcommit;
 cn_err cn_obj__versioning(cn_obj_store *s, const char *bucket, cn_versioning *v);
 void cn_obj__versioning_forget(cn_obj_store *s, const char *bucket);
-cn_err cn_obj__vprep(cn_obj_store *s, const char *bucket, const char *key, cn_versioning v,
-                     cn_ec_meta *m, cn_obj__vcommit *vc);
+cn_err cn_obj__vprep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                     cn_versioning v, cn_ec_meta *m, cn_obj__vcommit *vc);
 void cn_obj__vpost(cn_obj_store *s, const char *bucket, const char *key, cn_obj__vcommit *vc);
 void cn_obj__vfinish(cn_obj_store *s, const char *bucket, const char *key, cn_obj__vcommit *vc,
                      const char *new_data_id, bool committed);
@@ -99,6 +138,9 @@ void cn_obj__vfinish(cn_obj_store *s, const char *bucket, const char *key, cn_ob
 /* multipart.c: drops the bucket's configuration documents and uploads (cn_obj_delete_bucket,
  * under the exclusive ns_lock, after the bucket folder is gone). */
 void cn_obj__bucket_gone(cn_obj_store *s, const char *bucket);
+/* multipart.c: the path of bucket configuration document i (0, 1, ...) of bucket in the
+ * system area ("" when bucket is not a valid name); false past the last one. */
+bool cn_obj__config_path_at(size_t i, const char *bucket, char *out, size_t cap);
 /* multipart.c: starts / stops the stale-upload janitor (store open / close). */
 void cn_obj__janitor_start(cn_obj_store *s);
 void cn_obj__janitor_stop(cn_obj_store *s);

@@ -138,13 +138,14 @@ static void drop_add(cn_obj__vcommit *vc, const char *data_id)
 		snprintf(vc->drop[vc->ndrop++], sizeof vc->drop[0], "%s", data_id);
 }
 
-cn_err cn_obj__vprep(cn_obj_store *s, const char *bucket, const char *key, cn_versioning v,
-                     cn_ec_meta *m, cn_obj__vcommit *vc)
+cn_err cn_obj__vprep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                     cn_versioning v, cn_ec_meta *m, cn_obj__vcommit *vc)
 {
 	memset(vc, 0, sizeof *vc);
 	cn_ec_meta_init(&vc->old);
+	vc->set = set;
 	vc->v = v;
-	cn_err oe = cn_ec_read_meta(s->set, bucket, key, true, &vc->old);
+	cn_err oe = cn_ec_read_meta(set, bucket, key, true, &vc->old);
 	if (oe && oe != CN_ERR_NO_KEY)
 		cn_log(CN_LOG_WARN, NULL, "object: %s/%s: previous record unreadable (%s); its data "
 		       "folder, if any, stays", bucket, key, cn_err_str(oe));
@@ -157,17 +158,17 @@ cn_err cn_obj__vprep(cn_obj_store *s, const char *bucket, const char *key, cn_ve
 		return CN_OK;
 	case CN_VERSIONING_ENABLED:
 		new_version_id(m->version_id);
-		return vc->old_ok ? cn_ec_version_keep(s->set, bucket, key, rec_vid(&vc->old)) : CN_OK; /* V1 */
+		return vc->old_ok ? cn_ec_version_keep(set, bucket, key, rec_vid(&vc->old)) : CN_OK; /* V1 */
 	case CN_VERSIONING_SUSPENDED: {
 		snprintf(m->version_id, sizeof m->version_id, "null");
 		cn_err e = CN_OK;
 		if (vc->old_ok && !strcmp(rec_vid(&vc->old), "null"))
 			drop_add(vc, vc->old.data_id); /* the null version is replaced */
 		else if (vc->old_ok)
-			e = cn_ec_version_keep(s->set, bucket, key, rec_vid(&vc->old));
+			e = cn_ec_version_keep(set, bucket, key, rec_vid(&vc->old));
 		cn_ec_meta nm;
 		cn_ec_meta_init(&nm);
-		if (!e && cn_ec_version_read(s->set, bucket, key, "null", true, &nm) == CN_OK) {
+		if (!e && cn_ec_version_read(set, bucket, key, "null", true, &nm) == CN_OK) {
 			vc->drop_null = true;
 			if (!vc->ndrop || strcmp(vc->drop[0], nm.data_id))
 				drop_add(vc, nm.data_id);
@@ -182,7 +183,7 @@ cn_err cn_obj__vprep(cn_obj_store *s, const char *bucket, const char *key, cn_ve
 void cn_obj__vpost(cn_obj_store *s, const char *bucket, const char *key, cn_obj__vcommit *vc)
 {
 	if (vc->drop_null)
-		cn_ec_version_delete(s->set, bucket, key, "null");
+		cn_ec_version_delete(vc->set, bucket, key, "null");
 }
 
 void cn_obj__vfinish(cn_obj_store *s, const char *bucket, const char *key, cn_obj__vcommit *vc,
@@ -190,7 +191,7 @@ void cn_obj__vfinish(cn_obj_store *s, const char *bucket, const char *key, cn_ob
 {
 	for (int i = 0; committed && i < vc->ndrop; i++)
 		if (!new_data_id || strcmp(vc->drop[i], new_data_id))
-			cn_ec_delete_data(s->set, bucket, key, vc->drop[i]); /* V3 */
+			cn_ec_delete_data(vc->set, bucket, key, vc->drop[i]); /* V3 */
 	cn_ec_meta_fini(&vc->old);
 }
 
@@ -200,13 +201,14 @@ void cn_obj__vfinish(cn_obj_store *s, const char *bucket, const char *key, cn_ob
 static cn_err read_version(cn_obj_store *s, const char *bucket, const char *key, const char *vid,
                            bool skip_inline, cn_ec_meta *m)
 {
-	cn_err e = cn_ec_read_meta(s->set, bucket, key, skip_inline, m);
+	cn_ec_set *set = cn_obj__key_set(s, bucket, key);
+	cn_err e = cn_ec_read_meta(set, bucket, key, skip_inline, m);
 	if (e == CN_ERR_NO_BUCKET)
 		return e;
 	if (!e && !strcmp(rec_vid(m), vid))
 		return CN_OK;
 	cn_ec_meta_fini(m);
-	e = cn_ec_version_read(s->set, bucket, key, vid, skip_inline, m);
+	e = cn_ec_version_read(set, bucket, key, vid, skip_inline, m);
 	if (e == CN_ERR_NO_KEY)
 		return CN_ERR_NO_VERSION;
 	return e;
@@ -245,14 +247,15 @@ cn_err cn_obj_open_version(cn_obj_store *s, const char *bucket, const char *key,
 		return e == CN_ERR_NO_BUCKET ? e : CN_ERR_NO_VERSION;
 	if (!cn_obj_version_id_valid(vid))
 		return CN_ERR_NO_VERSION;
+	cn_ec_set *set = cn_obj__key_set(s, bucket, key);
 	for (int tries = 0; tries < 3; tries++) {
 		cn_ec_meta m;
 		cn_ec_meta_init(&m);
 		cn_ec_reader *er = NULL;
 		/* noncurrent first; then the current one, whose id must match */
-		e = cn_ec_open_version(s->set, bucket, key, vid, &m, &er);
+		e = cn_ec_open_version(set, bucket, key, vid, &m, &er);
 		if (e == CN_ERR_NO_KEY) {
-			e = cn_ec_open(s->set, bucket, key, &m, &er);
+			e = cn_ec_open(set, bucket, key, &m, &er);
 			if (!e && strcmp(rec_vid(&m), vid)) {
 				cn_ec_reader_close(er);
 				er = NULL;
@@ -289,13 +292,13 @@ cn_err cn_obj_open_version(cn_obj_store *s, const char *bucket, const char *key,
 /* --- delete ------------------------------------------------------------------------------ */
 
 /* The newest noncurrent version other than skip_vid: *best gets its id ("" when none). */
-static cn_err newest_noncurrent(cn_obj_store *s, const char *bucket, const char *key,
+static cn_err newest_noncurrent(cn_ec_set *set, const char *bucket, const char *key,
                                 const char *skip_vid, char best[CN_EC_VERSION_ID_MAX + 1])
 {
 	best[0] = 0;
 	char **vids;
 	size_t n;
-	cn_err e = cn_ec_version_list(s->set, bucket, key, &vids, &n);
+	cn_err e = cn_ec_version_list(set, bucket, key, &vids, &n);
 	if (e)
 		return e;
 	int64_t best_ms = INT64_MIN;
@@ -304,7 +307,7 @@ static cn_err newest_noncurrent(cn_obj_store *s, const char *bucket, const char 
 			continue;
 		cn_ec_meta m;
 		cn_ec_meta_init(&m);
-		if (cn_ec_version_read(s->set, bucket, key, vids[i], true, &m) == CN_OK &&
+		if (cn_ec_version_read(set, bucket, key, vids[i], true, &m) == CN_OK &&
 		    (m.mtime_ms > best_ms || (m.mtime_ms == best_ms && strcmp(vids[i], best) > 0))) {
 			best_ms = m.mtime_ms;
 			snprintf(best, CN_EC_VERSION_ID_MAX + 1, "%s", vids[i]);
@@ -325,22 +328,25 @@ static cn_err delete_marker(cn_obj_store *s, const char *bucket, const char *key
 	m.has_inline = true; /* no data: an empty inline body */
 	snprintf(m.storage_class, sizeof m.storage_class, "STANDARD");
 	cn_obj__vcommit vc;
+	cn_ec_set *set;
+	cn_err e = cn_obj__put_set(s, bucket, key, &set);
 	pthread_rwlock_rdlock(&s->ns_lock);
-	cn_err e = cn_ec_stat_vol(s->set, bucket, NULL);
+	if (!e)
+		e = cn_ec_stat_vol(set, bucket, NULL);
 	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
 	pthread_mutex_lock(kl);
 	if (!e)
-		e = cn_obj__vprep(s, bucket, key, v, &m, &vc);
+		e = cn_obj__vprep(s, set, bucket, key, v, &m, &vc);
 	else
 		memset(&vc, 0, sizeof vc);
 	if (!e)
-		e = cn_ec_commit_inline(s->set, bucket, key, &m);
+		e = cn_ec_commit_inline(set, bucket, key, &m);
 	if (!e)
 		cn_obj__vpost(s, bucket, key, &vc);
 	pthread_mutex_unlock(kl);
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
-		e = cn_obj__barrier(s);
+		e = cn_obj__barrier_set(s, set);
 	cn_obj__vfinish(s, bucket, key, &vc, NULL, !e);
 	if (!e && out) {
 		snprintf(out->version_id, sizeof out->version_id, "%s", m.version_id);
@@ -380,20 +386,21 @@ cn_err cn_obj_delete_version(cn_obj_store *s, const char *bucket, const char *ke
 	cn_ec_meta_init(&ver);
 	char drop[CN_DRIVE_ID_MAX + 1] = "";
 	bool dm = false;
+	cn_ec_set *set = cn_obj__key_set(s, bucket, key);
 	pthread_rwlock_rdlock(&s->ns_lock);
 	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
 	pthread_mutex_lock(kl);
-	e = cn_ec_read_meta(s->set, bucket, key, true, &cur);
+	e = cn_ec_read_meta(set, bucket, key, true, &cur);
 	if (e == CN_ERR_NO_KEY || e == CN_ERR_CORRUPT)
 		e = CN_OK; /* no (readable) current version: look among the noncurrent ones */
 	else if (!e && !strcmp(rec_vid(&cur), vid)) {
 		/* the latest: V1's stale copy goes, then V2 */
 		char next[CN_EC_VERSION_ID_MAX + 1];
-		cn_ec_version_delete(s->set, bucket, key, vid);
-		e = newest_noncurrent(s, bucket, key, vid, next);
+		cn_ec_version_delete(set, bucket, key, vid);
+		e = newest_noncurrent(set, bucket, key, vid, next);
 		if (!e)
-			e = next[0] ? cn_ec_version_promote(s->set, bucket, key, next)
-			            : cn_ec_delete_meta(s->set, bucket, key);
+			e = next[0] ? cn_ec_version_promote(set, bucket, key, next)
+			            : cn_ec_delete_meta(set, bucket, key);
 		if (!e) {
 			snprintf(drop, sizeof drop, "%s", cur.data_id);
 			dm = cur.delete_marker;
@@ -401,11 +408,11 @@ cn_err cn_obj_delete_version(cn_obj_store *s, const char *bucket, const char *ke
 		goto unlock;
 	}
 	if (!e) {
-		e = cn_ec_version_read(s->set, bucket, key, vid, true, &ver);
+		e = cn_ec_version_read(set, bucket, key, vid, true, &ver);
 		if (e == CN_ERR_NO_KEY)
 			e = CN_ERR_NO_VERSION;
 		if (!e)
-			e = cn_ec_version_delete(s->set, bucket, key, vid);
+			e = cn_ec_version_delete(set, bucket, key, vid);
 		if (!e) {
 			/* a stale V1 copy of the current version shares its data folder */
 			if (strcmp(ver.data_id, cur.data_id))
@@ -417,9 +424,9 @@ unlock:
 	pthread_mutex_unlock(kl);
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
-		e = cn_obj__barrier(s);
+		e = cn_obj__barrier_set(s, set);
 	if (!e) /* V3; also removes the key's folders once empty */
-		cn_ec_delete_data(s->set, bucket, key, drop[0] ? drop : NULL);
+		cn_ec_delete_data(set, bucket, key, drop[0] ? drop : NULL);
 	if (!e && out) {
 		snprintf(out->version_id, sizeof out->version_id, "%s", vid);
 		out->delete_marker = dm;
@@ -445,6 +452,7 @@ void cn_version_list_fini(cn_version_list *l)
 
 typedef struct vlist_ctx {
 	cn_obj_store *s;
+	cn_ec_set *set;         /* the set being walked */
 	const char *bucket;
 	cn_version_list *out;
 	size_t max, count, capv, capp;
@@ -518,7 +526,7 @@ static cn_err push_key_versions(vlist_ctx *c, const char *key, const cn_ec_meta 
 	cn_version_list *o = c->out;
 	char **vids = NULL;
 	size_t nv = 0;
-	cn_err e = cn_ec_version_list(c->s->set, c->bucket, key, &vids, &nv);
+	cn_err e = cn_ec_version_list(c->set, c->bucket, key, &vids, &nv);
 	if (e)
 		return e;
 	cn_version_entry *all = calloc(nv + 1, sizeof *all);
@@ -534,7 +542,7 @@ static cn_err push_key_versions(vlist_ctx *c, const char *key, const cn_ec_meta 
 			continue; /* V1's stale copy of the current version */
 		cn_ec_meta m;
 		cn_ec_meta_init(&m);
-		if (cn_ec_version_read(c->s->set, c->bucket, key, vids[i], true, &m) == CN_OK)
+		if (cn_ec_version_read(c->set, c->bucket, key, vids[i], true, &m) == CN_OK)
 			entry_from(&all[n++], &m, false);
 		cn_ec_meta_fini(&m);
 	}
@@ -592,6 +600,110 @@ static cn_err vlist_cb(void *vctx, const char *key, size_t keylen, bool is_prefi
 	return push_key_versions(c, key, m);
 }
 
+/* One set's page (as cn_obj_list_versions, over the keys of that set). */
+static cn_err vlist_set(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *prefix,
+                        const char *delimiter, const char *key_marker, const char *vid_marker,
+                        size_t max, cn_version_list *out)
+{
+	cn_err e = CN_OK;
+	bool slash = delimiter && !strcmp(delimiter, "/");
+	vlist_ctx c = { .s = s, .set = set, .bucket = bucket, .out = out, .max = max,
+	                .plen = strlen(prefix), .key_marker = key_marker, .vid_marker = vid_marker };
+	if (delimiter && delimiter[0] && !slash)
+		c.delim = delimiter;
+	/* the rest of the marker key's versions first (the walk starts after it) */
+	if (key_marker[0] && vid_marker[0] && !strncmp(key_marker, prefix, c.plen) &&
+	    !cn_obj__check_names(bucket, key_marker)) {
+		cn_ec_meta cur;
+		cn_ec_meta_init(&cur);
+		cn_err ce = cn_ec_read_meta(set, bucket, key_marker, true, &cur);
+		if (ce == CN_OK)
+			e = push_key_versions(&c, key_marker, &cur);
+		cn_ec_meta_fini(&cur);
+	}
+	if (!e)
+		e = cn_ec_walk(set, bucket, prefix, key_marker[0] ? key_marker : NULL, slash, vlist_cb, &c);
+	if (e == VLIST_STOP)
+		e = CN_OK;
+	if (e)
+		cn_version_list_fini(out);
+	return e;
+}
+
+/* Merges the sets' pages r[0..n) into out, taking their strings: by key (a key's versions
+ * come from its one set, in their order), equal common prefixes once, and never past the
+ * end of a truncated page (that set's next entries are unknown: the result is truncated). */
+static cn_err vlist_merge(cn_version_list *r, size_t n, size_t max, cn_version_list *out)
+{
+	size_t *vi = calloc(n, sizeof *vi), *pi = calloc(n, sizeof *pi);
+	cn_err e = CN_OK;
+	if (!vi || !pi || !(out->versions = calloc(max, sizeof *out->versions)) ||
+	    !(out->prefixes = calloc(max, sizeof *out->prefixes)))
+		e = CN_ERR_NOMEM;
+	size_t count = 0;
+	bool last_pre = false;
+	while (!e) {
+		size_t best = n;
+		bool best_pre = false, stop = false;
+		const char *bn = NULL;
+		for (size_t i = 0; i < n; i++) {
+			bool more_v = vi[i] < r[i].nversions, more_p = pi[i] < r[i].nprefixes;
+			if (!more_v && !more_p) {
+				stop |= r[i].truncated;
+				continue;
+			}
+			if (more_v && (!bn || strcmp(r[i].versions[vi[i]].key, bn) < 0)) {
+				best = i;
+				best_pre = false;
+				bn = r[i].versions[vi[i]].key;
+			}
+			if (more_p && (!bn || strcmp(r[i].prefixes[pi[i]], bn) < 0)) {
+				best = i;
+				best_pre = true;
+				bn = r[i].prefixes[pi[i]];
+			}
+		}
+		if (stop) {
+			out->truncated = true;
+			break;
+		}
+		if (best == n)
+			break;
+		if (best_pre && out->nprefixes && !strcmp(out->prefixes[out->nprefixes - 1], bn)) {
+			pi[best]++;
+			continue;
+		}
+		if (count == max) {
+			out->truncated = true;
+			break;
+		}
+		if (best_pre) {
+			out->prefixes[out->nprefixes++] = r[best].prefixes[pi[best]];
+			r[best].prefixes[pi[best]++] = NULL;
+		} else {
+			out->versions[out->nversions++] = r[best].versions[vi[best]];
+			r[best].versions[vi[best]++].key = NULL;
+		}
+		last_pre = best_pre;
+		count++;
+	}
+	if (!e && out->truncated && count) {
+		if (last_pre) {
+			out->next_key_marker = strdup(out->prefixes[out->nprefixes - 1]);
+		} else {
+			const cn_version_entry *v = &out->versions[out->nversions - 1];
+			out->next_key_marker = strdup(v->key);
+			snprintf(out->next_version_id_marker, sizeof out->next_version_id_marker, "%s",
+			         v->version_id);
+		}
+		if (!out->next_key_marker)
+			e = CN_ERR_NOMEM;
+	}
+	free(vi);
+	free(pi);
+	return e;
+}
+
 cn_err cn_obj_list_versions(cn_obj_store *s, const char *bucket, const char *prefix,
                             const char *delimiter, const char *key_marker, const char *vid_marker,
                             size_t max, cn_version_list *out)
@@ -599,7 +711,7 @@ cn_err cn_obj_list_versions(cn_obj_store *s, const char *bucket, const char *pre
 	memset(out, 0, sizeof *out);
 	if (!cn_obj_bucket_name_valid(bucket))
 		return CN_ERR_NO_BUCKET;
-	cn_err e = cn_ec_stat_vol(s->set, bucket, NULL);
+	cn_err e = cn_obj__stat_bucket(s, bucket);
 	if (e)
 		return e;
 	prefix = prefix ? prefix : "";
@@ -609,25 +721,20 @@ cn_err cn_obj_list_versions(cn_obj_store *s, const char *bucket, const char *pre
 		max = 1000;
 	if (max == 0)
 		return CN_OK;
-	bool slash = delimiter && !strcmp(delimiter, "/");
-	vlist_ctx c = { .s = s, .bucket = bucket, .out = out, .max = max, .plen = strlen(prefix),
-	                .key_marker = key_marker, .vid_marker = vid_marker };
-	if (delimiter && delimiter[0] && !slash)
-		c.delim = delimiter;
-	/* the rest of the marker key's versions first (the walk starts after it) */
-	if (key_marker[0] && vid_marker[0] && !strncmp(key_marker, prefix, c.plen) &&
-	    !cn_obj__check_names(bucket, key_marker)) {
-		cn_ec_meta cur;
-		cn_ec_meta_init(&cur);
-		cn_err ce = cn_ec_read_meta(s->set, bucket, key_marker, true, &cur);
-		if (ce == CN_OK)
-			e = push_key_versions(&c, key_marker, &cur);
-		cn_ec_meta_fini(&cur);
+	if (s->nsets == 1) {
+		e = vlist_set(s, s->sets[0], bucket, prefix, delimiter, key_marker, vid_marker, max, out);
+	} else {
+		cn_version_list *r = calloc(s->nsets, sizeof *r);
+		if (!r)
+			return CN_ERR_NOMEM;
+		for (size_t i = 0; i < s->nsets && !e; i++)
+			e = vlist_set(s, s->sets[i], bucket, prefix, delimiter, key_marker, vid_marker, max, &r[i]);
+		if (!e)
+			e = vlist_merge(r, s->nsets, max, out);
+		for (size_t i = 0; i < s->nsets; i++)
+			cn_version_list_fini(&r[i]);
+		free(r);
 	}
-	if (!e)
-		e = cn_ec_walk(s->set, bucket, prefix, key_marker[0] ? key_marker : NULL, slash, vlist_cb, &c);
-	if (e == VLIST_STOP)
-		e = CN_OK;
 	if (!e && !out->truncated) {
 		free(out->next_key_marker);
 		out->next_key_marker = NULL;

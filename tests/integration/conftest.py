@@ -68,8 +68,10 @@ def http_get(url, timeout=5, headers=None):
 class Server:
     """One cairn server process on 127.0.0.1:<random port> over root/data."""
 
-    def __init__(self, root=None, extra_args=(), env=None, name="cairn"):
+    def __init__(self, root=None, extra_args=(), env=None, name="cairn", drives=None):
         self.own_root = root is None
+        # drives: the server's folder arguments (ellipses allowed) instead of the one data_dir
+        self.drives = list(drives) if drives else None
         self.root = root or tempfile.mkdtemp(prefix="cairn-it-")
         # data two levels below root: a key escaping with ".." lands inside root, where the
         # filesystem check can see it.
@@ -109,7 +111,8 @@ class Server:
             self.starts += 1
             self.log_path = os.path.join(self.log_dir, f"{self.name}-{self.starts}.log")
             log = open(self.log_path, "wb")
-            cmd = [CAIRN_BIN, "server", self.data_dir, "--address", f"127.0.0.1:{p}"] + self.extra_args
+            folders = self.drives or [self.data_dir]
+            cmd = [CAIRN_BIN, "server"] + folders + ["--address", f"127.0.0.1:{p}"] + self.extra_args
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                          stdin=subprocess.DEVNULL)
             log.close()
@@ -201,6 +204,24 @@ def running_server(**kw):
 def server():
     with running_server() as srv:
         yield srv
+
+
+@pytest.fixture
+def drive_server():
+    """Factory: drive_server(folders, env=None, extra_args=()) starts cairn over a list of
+    folder arguments (each may hold a {a...b} ellipsis: one pool per argument) and cleans
+    every server it started up at the end of the test."""
+    made = []
+
+    def start(folders, env=None, extra_args=()):
+        srv = Server(drives=folders, env=env, extra_args=extra_args, name=f"cairn-{len(made)}")
+        made.append(srv)
+        srv.start()
+        return srv
+
+    yield start
+    for srv in made:
+        srv.cleanup()
 
 
 @pytest.hookimpl(hookwrapper=True)

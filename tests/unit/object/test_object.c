@@ -780,7 +780,7 @@ TEST(test_tmp_cleanup_and_format)
 	fclose(f);
 	CHECK_EQ_INT(cn_obj_store_open(d, 1, &cfg, &s2), CN_ERR_CORRUPT);
 	const char *d2[] = { drive, drive };
-	CHECK_EQ_INT(cn_obj_store_open(d2, 2, &cfg, &s2), CN_ERR_UNSUPPORTED);
+	CHECK_EQ_INT(cn_obj_store_open(d2, 2, &cfg, &s2), CN_ERR_INVALID);
 }
 
 /* --- put abort paths ----------------------------------------------------------------- */

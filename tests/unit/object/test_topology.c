@@ -1,0 +1,782 @@
+/* Unit tests of the object layer's deployment topology (object.h cn_obj_store_open_topology,
+ * object.c routing): SipHash-2-4 against the reference vectors, keys spread evenly over the
+ * sets and each key in exactly one drive (also across pools and reopening), listings and
+ * version listings merged across sets against a brute-force model, buckets on every set,
+ * and the per-drive format: a wiped drive re-formatted into its slot, a drive of another
+ * deployment refused, a drive moved to another slot refused (with the log lines that say so),
+ * the one-drive format of earlier versions still opening. */
+#include "object/object_int.h"
+#include "test.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char base[64];
+
+/* --- helpers ------------------------------------------------------------------------- */
+
+typedef struct mem_reader {
+	cn_reader r;
+	const unsigned char *p;
+	size_t len, pos;
+} mem_reader;
+
+static ssize_t mem_read(cn_reader *r, void *buf, size_t len)
+{
+	mem_reader *m = (mem_reader *)r;
+	size_t n = m->len - m->pos < len ? m->len - m->pos : len;
+	memcpy(buf, m->p + m->pos, n);
+	m->pos += n;
+	return (ssize_t)n;
+}
+
+static cn_err put_str(cn_obj_store *s, const char *b, const char *k, const char *v)
+{
+	mem_reader r = { { mem_read }, (const unsigned char *)v, strlen(v), 0 };
+	cn_put_opts o = { .size = (int64_t)strlen(v) };
+	return cn_obj_put(s, b, k, &r.r, &o, NULL);
+}
+
+typedef struct mem_writer {
+	cn_writer w;
+	cn_buf b;
+} mem_writer;
+
+static cn_err mem_write(cn_writer *w, const void *p, size_t len)
+{
+	return cn_buf_append(&((mem_writer *)w)->b, p, len);
+}
+
+/* The object's bytes as a string ("" on error, *errp set). */
+static char *get_str(cn_obj_store *s, const char *b, const char *k, cn_err *errp)
+{
+	cn_obj_reader *r;
+	cn_obj_info info;
+	cn_obj_info_init(&info);
+	cn_err e = cn_obj_open(s, b, k, &info, &r);
+	mem_writer w = { { mem_write, NULL }, { 0 } };
+	cn_buf_init(&w.b);
+	if (!e) {
+		e = cn_obj_read(r, 0, info.size, &w.w);
+		cn_obj_reader_close(r);
+	}
+	cn_obj_info_fini(&info);
+	*errp = e;
+	cn_buf_append(&w.b, "", 1);
+	return w.b.p;
+}
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	CN_ASSERT(n > 0 && (size_t)n < sizeof cmd && system(cmd) == 0);
+}
+
+static void fresh(void)
+{
+	sh("rm -rf %s && mkdir -p %s", base, base);
+}
+
+/* Drive folders named base/p<pool>s<set>d<slot>. */
+static char drives[4][16][16][96];
+
+static void drive_names(size_t npools, size_t nsets, size_t size)
+{
+	for (size_t p = 0; p < npools; p++)
+		for (size_t k = 0; k < nsets; k++)
+			for (size_t d = 0; d < size; d++)
+				snprintf(drives[p][k][d], sizeof drives[p][k][d], "%s/p%zus%zud%zu", base, p, k, d);
+}
+
+/* Opens pools x sets x size (same shape in every pool); parity 0 for one-drive sets. */
+static cn_err open_topo(size_t npools, size_t nsets, size_t size, unsigned parity, cn_obj_store **out)
+{
+	drive_names(npools, nsets, size);
+	static const char *list[4][256];
+	cn_obj_pool_spec ps[4];
+	for (size_t p = 0; p < npools; p++) {
+		for (size_t k = 0; k < nsets; k++)
+			for (size_t d = 0; d < size; d++)
+				list[p][k * size + d] = drives[p][k][d];
+		ps[p] = (cn_obj_pool_spec){ .drives = list[p], .nsets = nsets, .set_size = size };
+	}
+	cn_obj_topology t = { .pools = ps, .npools = npools, .parity_standard = parity,
+	                      .parity_rrs = parity ? 1 : 0 };
+	cn_obj_config cfg = { .durable = false, .inline_max = 128 * 1024, .heal_scan_ms = -1 };
+	*out = NULL;
+	return cn_obj_store_open_topology(&t, &cfg, out);
+}
+
+static bool exists(const char *drive, const char *rel)
+{
+	char p[512];
+	struct stat st;
+	if (snprintf(p, sizeof p, "%s/%s", drive, rel) >= (int)sizeof p)
+		return false;
+	return stat(p, &st) == 0;
+}
+
+/* stderr into a file while fn runs; the file's text is returned (malloc'd). */
+static int saved_fd = -1;
+static char logpath[128];
+
+static void log_capture_begin(void)
+{
+	snprintf(logpath, sizeof logpath, "%s/log.txt", base);
+	fflush(stderr);
+	saved_fd = dup(2);
+	int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CN_ASSERT(fd >= 0);
+	dup2(fd, 2);
+	close(fd);
+	cn_log_min = CN_LOG_INFO;
+}
+
+static char *log_capture_end(void)
+{
+	fflush(stderr);
+	dup2(saved_fd, 2);
+	close(saved_fd);
+	cn_log_min = CN_LOG_ERROR + 1;
+	FILE *f = fopen(logpath, "r");
+	char *t = calloc(1, 65536);
+	if (f) {
+		size_t n = fread(t, 1, 65535, f);
+		t[n] = 0;
+		fclose(f);
+	}
+	return t;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	CN_ASSERT(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void read_file(const char *path, char *out, size_t cap)
+{
+	out[0] = 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	size_t n = fread(out, 1, cap - 1, f);
+	out[n] = 0;
+	fclose(f);
+}
+
+/* --- SipHash ----------------------------------------------------------------------------- */
+
+TEST(test_siphash_vectors)
+{
+	/* the reference vectors of the SipHash paper (key 00..0f, message 00..n-1) */
+	unsigned char key[16], msg[64];
+	for (int i = 0; i < 16; i++)
+		key[i] = (unsigned char)i;
+	for (int i = 0; i < 64; i++)
+		msg[i] = (unsigned char)i;
+	CHECK(cn_obj__siphash(key, msg, 0) == 0x726fdb47dd0e0e31ull);
+	CHECK(cn_obj__siphash(key, msg, 1) == 0x74f839c593dc67fdull);
+	CHECK(cn_obj__siphash(key, msg, 7) == 0xab0200f58b01d137ull);
+	CHECK(cn_obj__siphash(key, msg, 8) == 0x93f5f5799a932462ull);
+	CHECK(cn_obj__siphash(key, msg, 15) == 0xa129ca6149be45e5ull);
+	CHECK(cn_obj__siphash(key, msg, 63) == 0x958a324ceb064572ull);
+}
+
+/* --- routing ------------------------------------------------------------------------------ */
+
+#define NKEYS 1000
+
+TEST(test_keys_spread_and_stay)
+{
+	fresh();
+	cn_obj_store *s;
+	CHECK_EQ_INT(open_topo(1, 4, 1, 0, &s), CN_OK);
+	if (!s)
+		return;
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
+	char key[32], rel[64];
+	for (int i = 0; i < NKEYS; i++) {
+		snprintf(key, sizeof key, "k%04d", i);
+		CHECK_EQ_INT(put_str(s, "bkt", key, key), CN_OK);
+	}
+	int per[4] = { 0 }, home[NKEYS];
+	for (int i = 0; i < NKEYS; i++) {
+		snprintf(rel, sizeof rel, "bkt/k%04d/%%meta", i);
+		int n = 0;
+		for (int k = 0; k < 4; k++)
+			if (exists(drives[0][k][0], rel)) {
+				n++;
+				per[k]++;
+				home[i] = k;
+			}
+		CHECK_EQ_INT(n, 1); /* each key in exactly one set */
+	}
+	for (int k = 0; k < 4; k++) /* 250 expected, sd ~14 */
+		CHECK(per[k] > 175 && per[k] < 325);
+	cn_obj_store_close(s);
+
+	/* reopened: every key still readable, an overwrite stays in the key's set */
+	CHECK_EQ_INT(open_topo(1, 4, 1, 0, &s), CN_OK);
+	if (!s)
+		return;
+	for (int i = 0; i < NKEYS; i += 7) {
+		snprintf(key, sizeof key, "k%04d", i);
+		cn_err e;
+		char *v = get_str(s, "bkt", key, &e);
+		CHECK_EQ_INT(e, CN_OK);
+		CHECK_EQ_STR(v, key);
+		free(v);
+		CHECK_EQ_INT(put_str(s, "bkt", key, "again"), CN_OK);
+		snprintf(rel, sizeof rel, "bkt/k%04d/%%meta", i);
+		for (int k = 0; k < 4; k++)
+			CHECK(exists(drives[0][k][0], rel) == (k == home[i]));
+	}
+	cn_obj_store_close(s);
+}
+
+TEST(test_pools_existing_key_stays)
+{
+	fresh();
+	cn_obj_store *s;
+	CHECK_EQ_INT(open_topo(2, 2, 1, 0, &s), CN_OK);
+	if (!s)
+		return;
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
+	char key[32], rel[64];
+	int in_pool[2] = { 0 }, home[200];
+	for (int i = 0; i < 200; i++) {
+		snprintf(key, sizeof key, "p%03d", i);
+		CHECK_EQ_INT(put_str(s, "bkt", key, "v1"), CN_OK);
+		snprintf(rel, sizeof rel, "bkt/%s/%%meta", key);
+		int n = 0;
+		for (int p = 0; p < 2; p++)
+			for (int k = 0; k < 2; k++)
+				if (exists(drives[p][k][0], rel)) {
+					n++;
+					in_pool[p]++;
+					home[i] = p * 2 + k;
+				}
+		CHECK_EQ_INT(n, 1);
+	}
+	/* both pools have about the same free space (one file system): both get keys */
+	CHECK(in_pool[0] > 40 && in_pool[1] > 40);
+	cn_obj_store_close(s);
+	CHECK_EQ_INT(open_topo(2, 2, 1, 0, &s), CN_OK);
+	if (!s)
+		return;
+	for (int i = 0; i < 200; i++) {
+		snprintf(key, sizeof key, "p%03d", i);
+		CHECK_EQ_INT(put_str(s, "bkt", key, "v2"), CN_OK); /* stays in its pool */
+		snprintf(rel, sizeof rel, "bkt/%s/%%meta", key);
+		for (int p = 0; p < 2; p++)
+			for (int k = 0; k < 2; k++)
+				CHECK(exists(drives[p][k][0], rel) == (p * 2 + k == home[i]));
+		cn_err e;
+		char *v = get_str(s, "bkt", key, &e);
+		CHECK_EQ_INT(e, CN_OK);
+		CHECK_EQ_STR(v, "v2");
+		free(v);
+	}
+	/* deletes find the key in its pool */
+	for (int i = 0; i < 200; i += 3) {
+		snprintf(key, sizeof key, "p%03d", i);
+		CHECK_EQ_INT(cn_obj_delete(s, "bkt", key), CN_OK);
+		cn_obj_info info;
+		cn_obj_info_init(&info);
+		CHECK_EQ_INT(cn_obj_stat(s, "bkt", key, &info), CN_ERR_NO_KEY);
+		cn_obj_info_fini(&info);
+	}
+	cn_obj_store_close(s);
+}
+
+/* --- listing ------------------------------------------------------------------------------- */
+
+static int strp_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The brute-force model: entries (keys and common prefixes) after `after`, sorted. */
+static size_t model_list(char **keys, size_t n, const char *prefix, const char *delim,
+                         const char *after, char **out)
+{
+	size_t m = 0, pl = strlen(prefix);
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(keys[i], prefix, pl))
+			continue;
+		char e[128];
+		const char *d = delim ? strstr(keys[i] + pl, delim) : NULL;
+		if (d)
+			snprintf(e, sizeof e, "%.*s", (int)(d - keys[i] + strlen(delim)), keys[i]);
+		else
+			snprintf(e, sizeof e, "%s", keys[i]);
+		if (strcmp(e, after) <= 0)
+			continue;
+		if (m && !strcmp(out[m - 1], e))
+			continue;
+		out[m++] = strdup(e);
+	}
+	return m;
+}
+
+TEST(test_list_merged_equals_model)
+{
+	fresh();
+	cn_obj_store *s;
+	CHECK_EQ_INT(open_topo(1, 4, 1, 0, &s), CN_OK);
+	if (!s)
+		return;
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
+	static char *keys[400];
+	size_t n = 0;
+	uint32_t x = 12345;
+	static const char *dirs[] = { "", "a/", "a/b/", "b/", "c-d/", "c-d/e/" };
+	while (n < 300) {
+		x = x * 1103515245u + 12345u;
+		char k[64];
+		snprintf(k, sizeof k, "%s%c%u", dirs[(x >> 8) % 6], 'a' + (int)((x >> 12) % 5), (x >> 16) % 50);
+		bool dup = false;
+		for (size_t i = 0; i < n && !dup; i++)
+			dup = !strcmp(keys[i], k);
+		if (dup)
+			continue;
+		keys[n++] = strdup(k);
+		CHECK_EQ_INT(put_str(s, "bkt", k, "x"), CN_OK);
+	}
+	qsort(keys, n, sizeof *keys, strp_cmp);
+	static const char *prefixes[] = { "", "a/", "c-d/", "a/b/", "zz" };
+	static const char *delims[] = { NULL, "/", "-" };
+	static const size_t maxes[] = { 1, 3, 7, 1000 };
+	char *model[400];
+	for (size_t pi = 0; pi < 5; pi++)
+		for (size_t di = 0; di < 3; di++)
+			for (size_t mi = 0; mi < 4; mi++) {
+				size_t nm = model_list(keys, n, prefixes[pi], delims[di], "", model);
+				size_t got = 0;
+				bool ok = true;
+				char after[128] = "";
+				for (int page = 0; page < 400 && ok; page++) {
+					cn_list_result r;
+					cn_err e = cn_obj_list(s, "bkt", prefixes[pi], delims[di], after, maxes[mi], &r);
+					CHECK_EQ_INT(e, CN_OK);
+					if (e)
+						break;
+					CHECK(r.nobjects + r.nprefixes <= maxes[mi]);
+					/* objects and prefixes, merged back in order, continue the model */
+					size_t io = 0, ip = 0;
+					while (io < r.nobjects || ip < r.nprefixes) {
+						const char *e1 = io < r.nobjects ? r.objects[io].key : NULL;
+						const char *e2 = ip < r.nprefixes ? r.prefixes[ip] : NULL;
+						const char *pick = !e2 || (e1 && strcmp(e1, e2) < 0) ? e1 : e2;
+						if (pick == e1)
+							io++;
+						else
+							ip++;
+						if (got >= nm || strcmp(model[got], pick)) {
+							ok = false;
+							break;
+						}
+						got++;
+					}
+					if (!r.truncated) {
+						cn_list_result_fini(&r);
+						break;
+					}
+					CHECK(r.next_marker != NULL);
+					snprintf(after, sizeof after, "%s", r.next_marker ? r.next_marker : "");
+					cn_list_result_fini(&r);
+				}
+				CHECK(ok);
+				CHECK_EQ_INT(got, nm);
+				if (!ok || got != nm)
+					fprintf(stderr, "  prefix '%s' delim '%s' max %zu: next expected %s\n", prefixes[pi],
+					        delims[di] ? delims[di] : "(none)", maxes[mi], got < nm ? model[got] : "-");
+				for (size_t i = 0; i < nm; i++)
+					free(model[i]);
+			}
+	for (size_t i = 0; i < n; i++)
+		free(keys[i]);
+	cn_obj_store_close(s);
+}
+
+TEST(test_list_versions_merged)
+{
+	fresh();
+	cn_obj_store *s;
+	CHECK_EQ_INT(open_topo(1, 3, 1, 0, &s), CN_OK);
+	if (!s)
+		return;
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "vbk"), CN_OK);
+	CHECK_EQ_INT(cn_obj_set_versioning(s, "vbk", CN_VERSIONING_ENABLED), CN_OK);
+	/* key i has (i % 3) + 1 versions; keys d/... roll up under "d/" */
+	char key[32];
+	size_t total = 0;
+	for (int i = 0; i < 40; i++) {
+		snprintf(key, sizeof key, i % 10 == 9 ? "d/k%02d" : "k%02d", i);
+		for (int v = 0; v <= i % 3; v++) {
+			CHECK_EQ_INT(put_str(s, "vbk", key, "x"), CN_OK);
+			if (i % 10 != 9)
+				total++;
+		}
+	}
+	/* expected sequence: keys in order, each with its versions; "d/" once */
+	for (size_t max = 1; max <= 7; max += 3) {
+		char km[64] = "", vm[40] = "";
+		size_t seen = 0, prefixes = 0, pages = 0;
+		char last_key[32] = "";
+		int last_count = 0;
+		bool order_ok = true;
+		for (;;) {
+			cn_version_list l;
+			cn_err e = cn_obj_list_versions(s, "vbk", "", "/", km, vm, max, &l);
+			CHECK_EQ_INT(e, CN_OK);
+			if (e)
+				break;
+			pages++;
+			CHECK(l.nversions + l.nprefixes <= max);
+			for (size_t i = 0; i < l.nversions; i++) {
+				if (strcmp(l.versions[i].key, last_key)) {
+					if (last_key[0]) { /* the previous key had all its versions */
+						int want = atoi(last_key + 1) % 3 + 1;
+						order_ok &= last_count == want;
+					}
+					order_ok &= strcmp(l.versions[i].key, last_key) > 0;
+					snprintf(last_key, sizeof last_key, "%s", l.versions[i].key);
+					last_count = 0;
+					order_ok &= l.versions[i].is_latest;
+				}
+				last_count++;
+			}
+			seen += l.nversions;
+			prefixes += l.nprefixes;
+			for (size_t i = 0; i < l.nprefixes; i++)
+				CHECK_EQ_STR(l.prefixes[i], "d/");
+			bool more = l.truncated;
+			if (more) {
+				snprintf(km, sizeof km, "%s", l.next_key_marker ? l.next_key_marker : "");
+				snprintf(vm, sizeof vm, "%s", l.next_version_id_marker);
+			}
+			cn_version_list_fini(&l);
+			if (!more || pages > 500)
+				break;
+		}
+		CHECK(order_ok);
+		CHECK_EQ_INT(seen, total);
+		CHECK_EQ_INT(prefixes, 1);
+	}
+	cn_obj_store_close(s);
+}
+
+/* --- buckets, multipart ------------------------------------------------------------------ */
+
+TEST(test_buckets_on_every_set)
+{
+	fresh();
+	cn_obj_store *s;
+	CHECK_EQ_INT(open_topo(1, 4, 1, 0, &s), CN_OK);
+	if (!s)
+		return;
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_ERR_BUCKET_EXISTS);
+	for (int k = 0; k < 4; k++) {
+		CHECK(exists(drives[0][k][0], "bkt"));
+		CHECK(exists(drives[0][k][0], ".cairn.sys/buckets/bkt"));
+	}
+	/* a bucket config document on every set too */
+	CHECK_EQ_INT(cn_obj_bucket_config_put(s, "bkt", "tagging", "<T/>", 4), CN_OK);
+	for (int k = 0; k < 4; k++)
+		CHECK(exists(drives[0][k][0], ".cairn.sys/bucket-config/bkt.tagging"));
+	/* one object in one set: the bucket is not empty, and stays whole */
+	CHECK_EQ_INT(put_str(s, "bkt", "only", "1"), CN_OK);
+	CHECK_EQ_INT(cn_obj_delete_bucket(s, "bkt"), CN_ERR_BUCKET_NOT_EMPTY);
+	for (int k = 0; k < 4; k++)
+		CHECK(exists(drives[0][k][0], "bkt"));
+	CHECK_EQ_INT(cn_obj_head_bucket(s, "bkt", NULL), CN_OK);
+	cn_err e;
+	char *v = get_str(s, "bkt", "only", &e);
+	CHECK_EQ_INT(e, CN_OK);
+	CHECK_EQ_STR(v, "1");
+	free(v);
+	/* a bucket missing from one set (a crash between sets) is made whole again */
+	sh("rm -rf %s/bkt2", drives[0][2][0]);
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt2"), CN_OK);
+	sh("rm -rf %s/bkt2", drives[0][2][0]);
+	CHECK_EQ_INT(cn_obj_head_bucket(s, "bkt2", NULL), CN_ERR_NO_BUCKET);
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt2"), CN_OK);
+	CHECK(exists(drives[0][2][0], "bkt2"));
+	CHECK_EQ_INT(cn_obj_head_bucket(s, "bkt2", NULL), CN_OK);
+
+	/* multipart: uploads of keys in different sets, listed together, completed */
+	char ids[6][CN_OBJ_UPLOAD_ID_MAX];
+	char key[32];
+	for (int i = 0; i < 6; i++) {
+		snprintf(key, sizeof key, "mp%d", i);
+		CHECK_EQ_INT(cn_obj_upload_create(s, "bkt", key, NULL, 0, ids[i]), CN_OK);
+	}
+	cn_upload_list ul;
+	CHECK_EQ_INT(cn_obj_upload_list(s, "bkt", "", NULL, NULL, NULL, 1000, &ul), CN_OK);
+	CHECK_EQ_INT(ul.nuploads, 6);
+	for (size_t i = 0; i < ul.nuploads; i++) {
+		snprintf(key, sizeof key, "mp%zu", i);
+		CHECK_EQ_STR(ul.uploads[i].key, key);
+	}
+	cn_upload_list_fini(&ul);
+	for (int i = 0; i < 6; i++) {
+		snprintf(key, sizeof key, "mp%d", i);
+		mem_reader r = { { mem_read }, (const unsigned char *)key, strlen(key), 0 };
+		cn_put_opts o = { .size = (int64_t)strlen(key) };
+		cn_obj_info pi;
+		cn_obj_info_init(&pi);
+		CHECK_EQ_INT(cn_obj_upload_part(s, "bkt", key, ids[i], 1, &r.r, &o, &pi), CN_OK);
+		cn_obj_part part = { .number = 1 };
+		snprintf(part.etag, sizeof part.etag, "%s", pi.etag);
+		cn_obj_info_fini(&pi);
+		CHECK_EQ_INT(cn_obj_upload_complete(s, "bkt", key, ids[i], &part, 1, NULL, NULL, NULL), CN_OK);
+		char *got = get_str(s, "bkt", key, &e);
+		CHECK_EQ_INT(e, CN_OK);
+		CHECK_EQ_STR(got, key);
+		free(got);
+		/* wrong key for an upload: no such upload */
+		CHECK_EQ_INT(cn_obj_upload_abort(s, "bkt", "other", ids[i]), CN_ERR_NO_UPLOAD);
+	}
+	CHECK_EQ_INT(cn_obj_upload_list(s, "bkt", "", NULL, NULL, NULL, 1000, &ul), CN_OK);
+	CHECK_EQ_INT(ul.nuploads, 0);
+	cn_upload_list_fini(&ul);
+
+	/* emptied: the bucket goes from every set */
+	CHECK_EQ_INT(cn_obj_delete(s, "bkt", "only"), CN_OK);
+	for (int i = 0; i < 6; i++) {
+		snprintf(key, sizeof key, "mp%d", i);
+		CHECK_EQ_INT(cn_obj_delete(s, "bkt", key), CN_OK);
+	}
+	CHECK_EQ_INT(cn_obj_delete_bucket(s, "bkt"), CN_OK);
+	for (int k = 0; k < 4; k++) {
+		CHECK(!exists(drives[0][k][0], "bkt"));
+		CHECK(!exists(drives[0][k][0], ".cairn.sys/buckets/bkt"));
+		CHECK(!exists(drives[0][k][0], ".cairn.sys/bucket-config/bkt.tagging"));
+	}
+	CHECK_EQ_INT(cn_obj_head_bucket(s, "bkt", NULL), CN_ERR_NO_BUCKET);
+	cn_bucket_info *bl;
+	size_t nb;
+	CHECK_EQ_INT(cn_obj_list_buckets(s, &bl, &nb), CN_OK);
+	CHECK_EQ_INT(nb, 1);
+	free(bl);
+	cn_obj_store_close(s);
+}
+
+/* --- format ---------------------------------------------------------------------------------- */
+
+TEST(test_wiped_drive_reformatted)
+{
+	fresh();
+	cn_obj_store *s;
+	CHECK_EQ_INT(open_topo(1, 4, 1, 0, &s), CN_OK);
+	if (!s)
+		return;
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
+	CHECK_EQ_INT(cn_obj_set_versioning(s, "bkt", CN_VERSIONING_ENABLED), CN_OK);
+	char dep[33];
+	snprintf(dep, sizeof dep, "%s", s->deployment);
+	cn_obj_store_close(s);
+	sh("rm -rf %s", drives[0][2][0]);
+	log_capture_begin();
+	cn_err e = open_topo(1, 4, 1, 0, &s);
+	char *log = log_capture_end();
+	CHECK_EQ_INT(e, CN_OK);
+	char want[256];
+	snprintf(want, sizeof want, "drive %s was empty: formatted into pool 0 set 2 slot 0 (it will "
+	         "be healed)", drives[0][2][0]);
+	CHECK(strstr(log, want) != NULL);
+	free(log);
+	if (!s)
+		return;
+	CHECK_EQ_STR(s->deployment, dep);
+	char path[256], text[1024];
+	snprintf(path, sizeof path, "%s/.cairn.sys/format", drives[0][2][0]);
+	read_file(path, text, sizeof text);
+	CHECK(strstr(text, dep) && strstr(text, "\nset 2\n") && strstr(text, "\ndrive 0\n") &&
+	      strstr(text, "\nsets 4\n") && strstr(text, "\nlayout 4x1\n"));
+
+	/* the bucket's folder and its files are back on the new drive */
+	CHECK(exists(drives[0][2][0], "bkt"));
+	CHECK(exists(drives[0][2][0], ".cairn.sys/buckets/bkt"));
+	CHECK(exists(drives[0][2][0], ".cairn.sys/bucket-config/bkt.versioning"));
+	CHECK_EQ_INT(cn_obj_head_bucket(s, "bkt", NULL), CN_OK);
+	cn_versioning v = CN_VERSIONING_OFF;
+	CHECK_EQ_INT(cn_obj_get_versioning(s, "bkt", &v), CN_OK);
+	CHECK_EQ_INT(v, CN_VERSIONING_ENABLED);
+	cn_obj_store_close(s);
+}
+
+TEST(test_foreign_and_moved_drives_refused)
+{
+	/* one-drive sets: a refused drive leaves its set without quorum: the store does not open */
+	fresh();
+	cn_obj_store *s;
+	CHECK_EQ_INT(open_topo(1, 4, 1, 0, &s), CN_OK);
+	cn_obj_store_close(s);
+	char path[256], text[1024], other[1024];
+	snprintf(path, sizeof path, "%s/.cairn.sys/format", drives[0][1][0]);
+	read_file(path, text, sizeof text);
+	char *dl = strstr(text, "deployment ");
+	CHECK(dl != NULL);
+	if (!dl)
+		return;
+	snprintf(other, sizeof other, "%.*sdeployment 00112233445566778899aabbccddeeff%s",
+	         (int)(dl - text), text, dl + 11 + 32);
+	write_file(path, other);
+	log_capture_begin();
+	cn_err e = open_topo(1, 4, 1, 0, &s);
+	char *log = log_capture_end();
+	CHECK_EQ_INT(e, CN_ERR_INVALID);
+	CHECK(strstr(log, "belongs to another deployment (00112233445566778899aabbccddeeff") != NULL);
+	free(log);
+	write_file(path, text); /* back: opens again */
+	CHECK_EQ_INT(open_topo(1, 4, 1, 0, &s), CN_OK);
+	cn_obj_store_close(s);
+	/* drives of sets 0 and 3 swapped */
+	char tmp[128];
+	snprintf(tmp, sizeof tmp, "%s/swap", base);
+	sh("mv %s %s", drives[0][0][0], tmp);
+	sh("mv %s %s", drives[0][3][0], drives[0][0][0]);
+	sh("mv %s %s", tmp, drives[0][3][0]);
+	log_capture_begin();
+	e = open_topo(1, 4, 1, 0, &s);
+	log = log_capture_end();
+	CHECK_EQ_INT(e, CN_ERR_INVALID);
+	CHECK(strstr(log, "its format names pool 0 set 3 slot 0: the drive was moved") != NULL);
+	free(log);
+	/* swapped back: opens again */
+	sh("mv %s %s", drives[0][0][0], tmp);
+	sh("mv %s %s", drives[0][3][0], drives[0][0][0]);
+	sh("mv %s %s", tmp, drives[0][3][0]);
+	CHECK_EQ_INT(open_topo(1, 4, 1, 0, &s), CN_OK);
+	cn_obj_store_close(s);
+}
+
+TEST(test_refused_drives_in_coded_sets)
+{
+	/* 2 sets of 4 drives, EC:2: two refused drives in one set leave read quorum (2) */
+	fresh();
+	cn_obj_store *s;
+	cn_err e = open_topo(1, 2, 4, 2, &s);
+	CHECK_EQ_INT(e, CN_OK);
+	if (e)
+		return;
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
+	char key[16];
+	for (int i = 0; i < 20; i++) {
+		snprintf(key, sizeof key, "c%02d", i);
+		CHECK_EQ_INT(put_str(s, "bkt", key, key), CN_OK);
+	}
+	cn_obj_store_close(s);
+	char tmp[128];
+	snprintf(tmp, sizeof tmp, "%s/swap", base);
+	sh("mv %s %s", drives[0][0][0], tmp);
+	sh("mv %s %s", drives[0][0][1], drives[0][0][0]);
+	sh("mv %s %s", tmp, drives[0][0][1]);
+	log_capture_begin();
+	e = open_topo(1, 2, 4, 2, &s);
+	char *log = log_capture_end();
+	CHECK_EQ_INT(e, CN_OK);
+	CHECK(strstr(log, "refused for pool 0 set 0 slot 0: its format names pool 0 set 0 slot 1") != NULL);
+	CHECK(strstr(log, "refused for pool 0 set 0 slot 1: its format names pool 0 set 0 slot 0") != NULL);
+	free(log);
+	if (e)
+		return;
+	cn_obj_state st;
+	CHECK_EQ_INT(cn_obj_get_state(s, &st), CN_OK);
+	CHECK_EQ_INT(st.ndrives, 8);
+	CHECK_EQ_INT(st.nsets, 2);
+	CHECK_EQ_STR(st.drives[0].endpoint, "(refused)");
+	CHECK_EQ_STR(st.drives[1].endpoint, "(refused)");
+	CHECK_EQ_STR(st.drives[2].endpoint, drives[0][0][2]);
+	CHECK_EQ_INT(st.drives[5].set, 1);
+	free(st.drives);
+	for (int i = 0; i < 20; i++) { /* every object still reads (read quorum 2 of 4) */
+		snprintf(key, sizeof key, "c%02d", i);
+		char *v = get_str(s, "bkt", key, &e);
+		CHECK_EQ_INT(e, CN_OK);
+		CHECK_EQ_STR(v, key);
+		free(v);
+	}
+	cn_obj_store_close(s);
+	/* a drive of another deployment in set 1 */
+	fresh();
+	CHECK_EQ_INT(open_topo(1, 2, 4, 2, &s), CN_OK);
+	cn_obj_store_close(s);
+	char path[256];
+	snprintf(path, sizeof path, "%s/.cairn.sys/format", drives[0][1][3]);
+	write_file(path, "cairn-format 1\ndeployment ffeeddccbbaa99887766554433221100\npools 1\nsets 2\n"
+	                 "drives-per-set 4\npool 0\nset 1\ndrive 3\nlayout 1x2\n");
+	log_capture_begin();
+	e = open_topo(1, 2, 4, 2, &s);
+	log = log_capture_end();
+	CHECK_EQ_INT(e, CN_OK);
+	CHECK(strstr(log, "refused for pool 0 set 1 slot 3: it belongs to another deployment") != NULL);
+	free(log);
+	cn_obj_store_close(s);
+}
+
+TEST(test_old_single_drive_format_opens)
+{
+	fresh();
+	char d[128], path[256];
+	snprintf(d, sizeof d, "%s/single", base);
+	sh("mkdir -p %s/.cairn.sys", d);
+	snprintf(path, sizeof path, "%s/.cairn.sys/format", d);
+	write_file(path, "cairn-format 1\ndeployment 0123456789abcdef0123456789abcdef\npools 1\nsets 1\n"
+	                 "drives-per-set 1\npool 0\nset 0\ndrive 0\n");
+	const char *dl[] = { d };
+	cn_obj_config cfg = { .durable = false, .inline_max = 1024, .heal_scan_ms = -1 };
+	cn_obj_store *s = NULL;
+	CHECK_EQ_INT(cn_obj_store_open(dl, 1, &cfg, &s), CN_OK);
+	if (!s)
+		return;
+	CHECK_EQ_STR(s->deployment, "0123456789abcdef0123456789abcdef");
+	cn_obj_store_close(s);
+	/* the old record is left as it was */
+	char text[512];
+	read_file(path, text, sizeof text);
+	CHECK(strstr(text, "layout") == NULL);
+	/* topology errors */
+	cn_obj_topology t = { 0 };
+	CHECK_EQ_INT(cn_obj_store_open_topology(&t, &cfg, &s), CN_ERR_INVALID);
+	const char *two[] = { d, d };
+	cn_obj_pool_spec ps = { .drives = two, .nsets = 1, .set_size = 2 };
+	t = (cn_obj_topology){ .pools = &ps, .npools = 1, .parity_standard = 1, .parity_rrs = 1 };
+	CHECK_EQ_INT(cn_obj_store_open_topology(&t, &cfg, &s), CN_ERR_INVALID); /* twice */
+	ps.set_size = 17;
+	CHECK_EQ_INT(cn_obj_store_open_topology(&t, &cfg, &s), CN_ERR_INVALID);
+	ps.set_size = 2;
+	t.parity_standard = 2; /* more than half */
+	CHECK_EQ_INT(cn_obj_store_open_topology(&t, &cfg, &s), CN_ERR_INVALID);
+}
+
+int main(void)
+{
+	cn_log_min = CN_LOG_ERROR + 1;
+	snprintf(base, sizeof base, "/tmp/cn_topo_test.%d", (int)getpid());
+	RUN(test_siphash_vectors);
+	RUN(test_keys_spread_and_stay);
+	RUN(test_pools_existing_key_stays);
+	RUN(test_list_merged_equals_model);
+	RUN(test_list_versions_merged);
+	RUN(test_buckets_on_every_set);
+	RUN(test_wiped_drive_reformatted);
+	RUN(test_foreign_and_moved_drives_refused);
+	RUN(test_refused_drives_in_coded_sets);
+	RUN(test_old_single_drive_format_opens);
+	sh("rm -rf %s", base);
+	TEST_END();
+}
