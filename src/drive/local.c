@@ -592,7 +592,10 @@ static cn_err local_info(cn_drive *dd, cn_drive_info *out)
 	out->total = (uint64_t)sv.f_blocks * sv.f_frsize;
 	out->free = (uint64_t)sv.f_bavail * sv.f_frsize;
 	out->used = out->total - (uint64_t)sv.f_bfree * sv.f_frsize;
-	out->online = true;
+	/* a drive folder removed under us (unmounted disk, rm -rf) is not a drive any more:
+	 * its "no such key" answers must not count */
+	struct stat st;
+	out->online = fstat(d->root_fd, &st) == 0 && st.st_nlink > 0;
 	return CN_OK;
 }
 

@@ -134,6 +134,8 @@ static size_t read_quorum(const cn_ec_set *s)
 	return (size_t)s->k;
 }
 
+static cn_err trust_miss(cn_ec_set *s, size_t d, cn_err e);
+
 static bool coded(const cn_ec_set *s)
 {
 	return s->n > 1;
@@ -326,6 +328,8 @@ cn_err cn_ec_stat_vol(cn_ec_set *s, const char *vol, int64_t *mtime_ms)
 	for (size_t i = 0; i < s->n; i++) {
 		errs[i] = D(s, i) ? D(s, i)->ops->stat_vol(D(s, i), vol, got ? NULL : mtime_ms)
 		                  : CN_ERR_OFFLINE;
+		if (coded(s))
+			errs[i] = trust_miss(s, i, errs[i]);
 		got |= errs[i] == CN_OK;
 	}
 	return reduce_quorum(errs, s->n, read_quorum(s));
@@ -696,6 +700,18 @@ cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec
 
 /* --- records ----------------------------------------------------------------------- */
 
+/* A "not there" answer counts only from a drive that is there (E2): a drive whose folder
+ * vanished (or that the health wrapper holds offline) answers OFFLINE instead. */
+static cn_err trust_miss(cn_ec_set *s, size_t d, cn_err e)
+{
+	if (e != CN_ERR_NO_KEY && e != CN_ERR_NO_BUCKET && e != CN_ERR_NOT_FOUND)
+		return e;
+	cn_drive_info di;
+	if (!D(s, d) || D(s, d)->ops->info(D(s, d), &di) != CN_OK || !di.online)
+		return CN_ERR_OFFLINE;
+	return e;
+}
+
 /* What makes two drives' records the same version (E2). */
 static uint64_t rec_identity(const cn_ec_meta *m)
 {
@@ -759,7 +775,7 @@ static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
 	    dr->ops->stat_vol(dr, vol, NULL) == CN_ERR_NO_BUCKET)
 		e = CN_ERR_NO_BUCKET;
 	cn_buf_fini(&rec);
-	return e;
+	return coded(s) ? trust_miss(s, d, e) : e;
 }
 
 /* Reads the record from every drive and picks the version most drives agree on (E2).
@@ -1689,20 +1705,199 @@ static cn_err walk_cb(void *vctx, const char *key, size_t keylen, bool is_prefix
 	return e;
 }
 
+/* --- merged walks (coded sets) ----------------------------------------------------------
+ * E5. A committed version is on at least write-quorum drives, so at most M drives lack it:
+ *     walking any M+1 drives that have the bucket and merging finds every one of them
+ *     (a wiped or replaced drive, or one that was offline during writes, hides nothing).
+ *     The merge runs in rounds: each drive's walk collects up to WALK_BATCH entries after
+ *     the cursor; everything up to the smallest last key of the drives that filled their
+ *     batch is complete and is handed on in order (a key once, from the lowest drive that
+ *     has it); the next round starts after it. */
+#define WALK_BATCH 1000
+#define WALK_STOP CN_ERR__COUNT
+
+typedef struct went {
+	char *key;
+	size_t keylen;
+	bool is_prefix;
+	bool has_m;
+	cn_ec_meta m;
+	size_t drive;
+} went;
+
+typedef struct wbatch {
+	went *v;
+	size_t n, cap, limit, drive;
+	const char *vol;
+} wbatch;
+
+static cn_err wcollect(void *ctx, const char *key, size_t keylen, bool is_prefix, const void *rec,
+                       size_t reclen)
+{
+	wbatch *b = ctx;
+	if (b->n == b->limit)
+		return WALK_STOP;
+	if (b->n == b->cap) {
+		size_t nc = b->cap ? b->cap * 2 : 64;
+		went *nv = realloc(b->v, nc * sizeof *nv);
+		if (!nv)
+			return CN_ERR_NOMEM;
+		b->v = nv;
+		b->cap = nc;
+	}
+	went *w = &b->v[b->n];
+	memset(w, 0, sizeof *w);
+	cn_ec_meta_init(&w->m);
+	if (!is_prefix) {
+		cn_err e = cn_ec_meta_decode(rec, reclen, true, &w->m);
+		if (e == CN_ERR_CORRUPT) {
+			cn_log(CN_LOG_WARN, NULL, "erasure: listing %s: skipping corrupt record of %s", b->vol, key);
+			return CN_OK;
+		}
+		if (e)
+			return e;
+		w->has_m = true;
+	}
+	if (!(w->key = malloc(keylen + 1))) {
+		cn_ec_meta_fini(&w->m);
+		return CN_ERR_NOMEM;
+	}
+	memcpy(w->key, key, keylen);
+	w->key[keylen] = 0;
+	w->keylen = keylen;
+	w->is_prefix = is_prefix;
+	w->drive = b->drive;
+	b->n++;
+	return CN_OK;
+}
+
+static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+	return c ? c : (al < bl ? -1 : al > bl);
+}
+
+static int went_cmp(const void *pa, const void *pb)
+{
+	const went *a = pa, *b = pb;
+	int c = key_cmp(a->key, a->keylen, b->key, b->keylen);
+	if (c)
+		return c;
+	if (a->is_prefix != b->is_prefix)
+		return a->is_prefix ? 1 : -1;
+	return a->drive < b->drive ? -1 : a->drive > b->drive;
+}
+
+static void wbatch_clear(wbatch *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		free(b->v[i].key);
+		cn_ec_meta_fini(&b->v[i].m);
+	}
+	b->n = 0;
+}
+
+static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const char *vol,
+                          const char *prefix, const char *after, bool slash_delim, cn_ec_walk_fn fn,
+                          void *ctx)
+{
+	wbatch b[CN_EC_MAX_DRIVES];
+	memset(b, 0, sizeof b);
+	went *all = NULL;
+	size_t cap = 0;
+	char *cursor = after ? strdup(after) : NULL;
+	cn_err e = after && !cursor ? CN_ERR_NOMEM : CN_OK;
+	for (size_t i = 0; i < nd; i++) {
+		b[i].limit = WALK_BATCH;
+		b[i].drive = drives[i];
+		b[i].vol = vol;
+	}
+	while (!e) {
+		size_t total = 0, answered = 0;
+		for (size_t i = 0; i < nd && !e; i++) {
+			wbatch_clear(&b[i]);
+			cn_drive *dr = D(s, drives[i]);
+			cn_err we = dr->ops->walk(dr, vol, prefix, cursor, slash_delim, wcollect, &b[i]);
+			if (we == WALK_STOP || we == CN_OK)
+				answered++;
+			else if (we == CN_ERR_NOMEM)
+				e = we;
+			else
+				b[i].limit = 0; /* this drive failed: the others answer for it */
+			total += b[i].n;
+		}
+		if (e)
+			break;
+		if (!answered) {
+			e = CN_ERR_QUORUM;
+			break;
+		}
+		/* the bound: the smallest last key among full batches */
+		const went *bound = NULL;
+		for (size_t i = 0; i < nd; i++)
+			if (b[i].limit && b[i].n == b[i].limit) {
+				const went *l = &b[i].v[b[i].n - 1];
+				if (!bound || key_cmp(l->key, l->keylen, bound->key, bound->keylen) < 0)
+					bound = l;
+			}
+		if (total > cap) {
+			went *na = realloc(all, total * sizeof *na);
+			if (!na) {
+				e = CN_ERR_NOMEM;
+				break;
+			}
+			all = na;
+			cap = total;
+		}
+		size_t k = 0;
+		for (size_t i = 0; i < nd; i++)
+			for (size_t j = 0; j < b[i].n; j++)
+				all[k++] = b[i].v[j]; /* shallow: b owns */
+		qsort(all, k, sizeof *all, went_cmp);
+		const went *last = NULL;
+		for (size_t j = 0; j < k && !e; j++) {
+			const went *w = &all[j];
+			if (bound && key_cmp(w->key, w->keylen, bound->key, bound->keylen) > 0)
+				break;
+			if (last && last->keylen == w->keylen && last->is_prefix == w->is_prefix &&
+			    !memcmp(last->key, w->key, w->keylen))
+				continue; /* the same entry from another drive */
+			last = w;
+			e = fn(ctx, w->key, w->keylen, w->is_prefix, w->has_m ? &w->m : NULL);
+		}
+		if (e || !bound)
+			break;
+		char *nc = strndup(bound->key, bound->keylen);
+		if (!nc) {
+			e = CN_ERR_NOMEM;
+			break;
+		}
+		free(cursor);
+		cursor = nc;
+	}
+	for (size_t i = 0; i < nd; i++) {
+		wbatch_clear(&b[i]);
+		free(b[i].v);
+	}
+	free(all);
+	free(cursor);
+	return e;
+}
+
 cn_err cn_ec_walk(cn_ec_set *s, const char *vol, const char *prefix, const char *after,
                   bool slash_delim, cn_ec_walk_fn fn, void *ctx)
 {
 	walk_ctx w = { s, vol, fn, ctx };
-	/* the first drive that has the bucket (a wiped or replaced drive has not, until it
-	 * is healed); listing from one drive is the single-node simplification noted in
-	 * docs/ARCHITECTURE.md */
-	size_t d = s->n;
-	for (size_t i = 0; i < s->n && d == s->n; i++)
-		if (D(s, i) && D(s, i)->ops->stat_vol(D(s, i), vol, NULL) == CN_OK)
-			d = i;
-	if (d == s->n) {
+	/* E5: M+1 drives that have the bucket (a wiped or replaced drive has not) */
+	size_t drives[CN_EC_MAX_DRIVES], nd = 0, want = (size_t)s->m + 1;
+	for (size_t i = 0; i < s->n && nd < want; i++)
+		if (D(s, i) && i >= s->read_skip && D(s, i)->ops->stat_vol(D(s, i), vol, NULL) == CN_OK)
+			drives[nd++] = i;
+	if (nd == 0) {
 		cn_err e = cn_ec_stat_vol(s, vol, NULL);
 		return e ? e : CN_ERR_QUORUM;
 	}
-	return D(s, d)->ops->walk(D(s, d), vol, prefix, after, slash_delim, walk_cb, &w);
+	if (nd == 1)
+		return D(s, drives[0])->ops->walk(D(s, drives[0]), vol, prefix, after, slash_delim, walk_cb, &w);
+	return merged_walk(s, drives, nd, vol, prefix, after, slash_delim, fn, ctx);
 }

@@ -6,6 +6,7 @@
 #include "erasure/erasure.h"
 #include "test.h"
 
+#include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -250,6 +251,58 @@ TEST(test_debug_read_skip)
 	free(p);
 }
 
+static cn_err count_cb(void *ctx, const char *key, size_t keylen, bool is_prefix, const cn_ec_meta *m)
+{
+	size_t *n = ctx;
+	(*n)++;
+	return CN_OK;
+}
+
+/* Removes drive i's record of an inline key (its folder holds only %meta). */
+static void rm_inline_key(size_t i, const char *key)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/d%zu/bkt/%s/%%meta", base, i, key);
+	if (unlink(path) != 0)
+		return; /* no such key */
+	*strrchr(path, '/') = 0;
+	if (rmdir(path) != 0) {
+		fprintf(stderr, "rmdir %s: %s\n", path, strerror(errno));
+		CHECK(false);
+	}
+}
+
+TEST(test_walk_merges_drives)
+{
+	reset(true);
+	cn_ec_set *s = open_set(6, 2);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	unsigned char *p = pattern(200, 1);
+	char key[32];
+	for (int i = 0; i < 1100; i++) { /* more than one merge round (1000 per drive) */
+		snprintf(key, sizeof key, "k%05d", i);
+		CHECK_EQ_INT(put(s, key, p, 200, true), CN_OK);
+	}
+	/* drive 0 lost some keys, drive 1 others (as after outages), drive 2 its whole bucket */
+	for (int i = 0; i < 1100; i += 7) {
+		snprintf(key, sizeof key, "k%05d", i);
+		rm_inline_key(0, key);
+		snprintf(key, sizeof key, "k%05d", i + 3);
+		rm_inline_key(1, key);
+	}
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "rm -rf %s/d2/bkt", base);
+	CHECK(system(cmd) == 0);
+	size_t n = 0;
+	CHECK_EQ_INT(cn_ec_walk(s, "bkt", "", NULL, false, count_cb, &n), CN_OK);
+	CHECK_EQ_INT(n, 1100);
+	n = 0;
+	CHECK_EQ_INT(cn_ec_walk(s, "bkt", "k00", "k00500", false, count_cb, &n), CN_OK);
+	CHECK_EQ_INT(n, 499);
+	cn_ec_set_free(s);
+	free(p);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -258,6 +311,7 @@ int main(void)
 	RUN(test_ranges_and_quorum);
 	RUN(test_heal);
 	RUN(test_debug_read_skip);
+	RUN(test_walk_merges_drives);
 	reset(false);
 	TEST_END();
 }
