@@ -13,6 +13,7 @@ void cn_cli_usage(void)
 	       "commands:\n"
 	       "  server DIR [--address HOST:PORT]   serve S3 from a folder (see cairn server --help)\n"
 	       "  bench MODE [flags]                 S3 load generator, warp's flags (see cairn bench --help)\n"
+	       "  admin info|heal [flags]            deployment state; heal objects (see cairn admin --help)\n"
 	       "  version                            print the version\n"
 	       "  help                               this text\n");
 }
@@ -27,6 +28,8 @@ int main(int argc, char **argv)
 		return cn_cli_server(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "bench"))
 		return cn_cli_bench(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "admin"))
+		return cn_cli_admin(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("cairn 0.1.0\n");
 		return 0;

@@ -5,6 +5,7 @@
 
 int cn_cli_server(int argc, char **argv);
 int cn_cli_bench(int argc, char **argv);
+int cn_cli_admin(int argc, char **argv); /* `cairn admin info|heal` (src/cli/admin.c) */
 void cn_cli_usage(void);
 
 #endif

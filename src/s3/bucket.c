@@ -122,7 +122,8 @@ static bool is_true(const char *v)
 
 void cn_s3_create_bucket(cn_s3_req *r)
 {
-	if (!cn_obj_bucket_name_valid(r->bucket)) {
+	/* "minio" is reserved for the admin API (/minio/admin/..., /minio/health/...), as in MinIO. */
+	if (!cn_obj_bucket_name_valid(r->bucket) || !strcmp(r->bucket, "minio")) {
 		cn_s3_error(r, CN_S3_InvalidBucketName, NULL);
 		return;
 	}

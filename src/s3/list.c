@@ -8,7 +8,9 @@
  * decode with unquote_plus, so '+' is encoded too. A marker that is a common prefix skips
  * the keys below it (cn_obj_list does that roll-up). Element order follows AWS's
  * ListBucketResult. DeleteObjects parses a bounded <Delete> body (<= 1000 objects) and
- * deletes each key, reporting per key; a missing key counts as deleted (AWS). */
+ * deletes each key (or the given VersionId of it), reporting per key; a missing key or
+ * version counts as deleted (AWS), a created or removed delete marker is reported with
+ * DeleteMarker and DeleteMarkerVersionId. */
 #include <limits.h>
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -284,17 +286,22 @@ static cn_err delete_error(cn_buf *b, const cn_xml_node *key, const cn_xml_node 
 static cn_err delete_one(cn_s3_req *r, cn_buf *b, bool quiet, const cn_xml_node *key,
                          const cn_xml_node *ver)
 {
-	if (ver && strcmp(ver->text, "null"))
+	if (ver && !cn_obj_version_id_valid(ver->text))
 		return delete_error(b, key, ver, "NoSuchVersion",
 		                    "The specified version does not exist.");
 	if (key->text_len == 0 || memchr(key->text, 0, key->text_len))
 		return delete_error(b, key, ver, "InvalidArgument", "Invalid object name.");
+	/* Without a VersionId the bucket's versioning state decides (object.h); an unknown
+	 * key or version counts as deleted (AWS). */
+	cn_obj_deleted d;
+	memset(&d, 0, sizeof d);
 	cn_err de = cn_obj_key_check(key->text, key->text_len);
 	if (!de)
-		de = cn_obj_delete(r->store, r->bucket, key->text);
+		de = cn_obj_delete_version(r->store, r->bucket, key->text, ver ? ver->text : NULL, &d);
 	switch (de) {
 	case CN_OK:
 	case CN_ERR_NO_KEY:
+	case CN_ERR_NO_VERSION:
 		break;
 	case CN_ERR_BAD_KEY:
 		return delete_error(b, key, ver, "InvalidObjectName",
@@ -321,6 +328,12 @@ static cn_err delete_one(cn_s3_req *r, cn_buf *b, bool quiet, const cn_xml_node 
 		e = cn_xml_elem_n(b, "Key", key->text, key->text_len);
 	if (!e && ver)
 		e = cn_xml_elem_n(b, "VersionId", ver->text, ver->text_len);
+	if (!e && de == CN_OK && d.delete_marker) {
+		/* the marker this delete created, or the marker version it removed */
+		e = cn_xml_elem(b, "DeleteMarker", "true");
+		if (!e)
+			e = cn_xml_elem(b, "DeleteMarkerVersionId", d.version_id);
+	}
 	if (!e)
 		e = cn_xml_close(b, "Deleted");
 	return e;

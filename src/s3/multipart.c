@@ -403,6 +403,7 @@ static void upload_part_copy(cn_s3_req *r, const char *srchdr, const char *uploa
                              uint32_t number)
 {
 	char *sbucket, *skey;
+	const char *svid;
 	cn_obj_info sinfo, out;
 	cn_obj_reader *rd = NULL;
 	cn_s3_put_ctx c;
@@ -414,10 +415,15 @@ static void upload_part_copy(cn_s3_req *r, const char *srchdr, const char *uploa
 	cn_obj_info_init(&sinfo);
 	cn_obj_info_init(&out);
 	cn_buf_init(&b);
-	if (!cn_s3_parse_copy_source(r, srchdr, &sbucket, &skey) ||
+	if (!cn_s3_parse_copy_source(r, srchdr, &sbucket, &skey, &svid) ||
 	    !upload_checksum(r, upload_id, &algo))
 		goto done;
-	e = cn_obj_open(r->store, sbucket, skey, &sinfo, &rd);
+	e = cn_obj_open_version(r->store, sbucket, skey, svid, &sinfo, &rd);
+	if (e == CN_ERR_DELETE_MARKER) {
+		cn_s3_error(r, CN_S3_InvalidRequest,
+		            "The source of a copy request may not specifically refer to a delete marker by version id.");
+		goto done;
+	}
 	if (e != CN_OK) {
 		cn_s3_error_from(r, e);
 		goto done;
@@ -483,6 +489,9 @@ static void upload_part_copy(cn_s3_req *r, const char *srchdr, const char *uploa
 		cn_s3_error(r, CN_S3_InternalError, NULL);
 		goto done;
 	}
+	if (svid || sinfo.version_id[0])
+		cn_s3_reply_header(r, "x-amz-copy-source-version-id",
+		                   sinfo.version_id[0] ? sinfo.version_id : "null");
 	cn_s3_send_xml(r, 200, &b);
 done:
 	if (rd)
@@ -768,6 +777,70 @@ static void XMLCALL doc_entity(void *ud, const XML_Char *name, int is_param,
 	doc_fail(ud, CN_S3_MalformedXML, NULL);
 }
 
+/* The one parser of the document, fed by read_complete_doc as the body streams and by
+ * cn_s3_complete_parse with a body in memory. doc_begin starts it on a zeroed d (false when
+ * out of memory); doc_feed parses the next bytes (final with the last, possibly empty,
+ * chunk), a no-op once d->err is set; doc_finish frees the parser and, when no error came
+ * first, checks the document was whole (root seen and closed, at least one part). */
+static bool doc_begin(complete_doc *d)
+{
+	d->p = XML_ParserCreate(NULL);
+	if (!d->p)
+		return false;
+	XML_SetUserData(d->p, d);
+	XML_SetElementHandler(d->p, doc_start, doc_end);
+	XML_SetCharacterDataHandler(d->p, doc_text);
+	XML_SetStartDoctypeDeclHandler(d->p, doc_doctype);
+	XML_SetEntityDeclHandler(d->p, doc_entity);
+	XML_SetParamEntityParsing(d->p, XML_PARAM_ENTITY_PARSING_NEVER);
+	return true;
+}
+
+static void doc_feed(complete_doc *d, const char *buf, size_t n, bool final)
+{
+	CN_ASSERT(n <= COMPLETE_BODY_MAX);
+	if (!d->err && XML_Parse(d->p, buf, (int)n, final) != XML_STATUS_OK && !d->err)
+		d->err = CN_S3_MalformedXML;
+}
+
+static void doc_finish(complete_doc *d)
+{
+	if (!d->err && (!d->seen_root || d->depth != 0 || d->n == 0))
+		d->err = CN_S3_MalformedXML;
+	XML_ParserFree(d->p);
+	d->p = NULL;
+}
+
+cn_err cn_s3_complete_parse(const char *p, size_t len, cn_obj_part **parts, size_t *nparts,
+                            cn_s3_code *code, const char **msg)
+{
+	complete_doc d;
+
+	*parts = NULL;
+	*nparts = 0;
+	*code = CN_S3_OK;
+	*msg = NULL;
+	memset(&d, 0, sizeof d);
+	if (len > COMPLETE_BODY_MAX) {
+		*code = CN_S3_MalformedXML;
+		return CN_ERR_INVALID;
+	}
+	if (!doc_begin(&d))
+		return CN_ERR_NOMEM;
+	doc_feed(&d, p, len, true);
+	doc_finish(&d);
+	free(d.given);
+	if (d.err) {
+		free(d.parts);
+		*code = d.err;
+		*msg = d.msg;
+		return d.err == CN_S3_InternalError ? CN_ERR_NOMEM : CN_ERR_INVALID;
+	}
+	*parts = d.parts;
+	*nparts = d.n;
+	return CN_OK;
+}
+
 /* Reads and parses the request body into d (Content-MD5 checked when sent). False after
  * sending an error. */
 static bool read_complete_doc(cn_s3_req *r, complete_doc *d)
@@ -793,18 +866,11 @@ static bool read_complete_doc(cn_s3_req *r, complete_doc *d)
 			return false;
 		}
 	}
-	d->p = XML_ParserCreate(NULL);
-	if (!d->p) {
+	if (!doc_begin(d)) {
 		EVP_MD_CTX_free(md5);
 		cn_s3_error(r, CN_S3_InternalError, NULL);
 		return false;
 	}
-	XML_SetUserData(d->p, d);
-	XML_SetElementHandler(d->p, doc_start, doc_end);
-	XML_SetCharacterDataHandler(d->p, doc_text);
-	XML_SetStartDoctypeDeclHandler(d->p, doc_doctype);
-	XML_SetEntityDeclHandler(d->p, doc_entity);
-	XML_SetParamEntityParsing(d->p, XML_PARAM_ENTITY_PARSING_NEVER);
 	for (;;) {
 		ssize_t n = r->body->read(r->body, buf, sizeof buf);
 		if (n < 0) {
@@ -818,8 +884,7 @@ static bool read_complete_doc(cn_s3_req *r, complete_doc *d)
 		}
 		if (md5 && n > 0)
 			EVP_DigestUpdate(md5, buf, (size_t)n);
-		if (!d->err && XML_Parse(d->p, buf, (int)n, n == 0) != XML_STATUS_OK && !d->err)
-			d->err = CN_S3_MalformedXML;
+		doc_feed(d, buf, (size_t)n, n == 0);
 		if (n == 0)
 			break;
 	}
@@ -831,16 +896,15 @@ static bool read_complete_doc(cn_s3_req *r, complete_doc *d)
 			goto out;
 		}
 	}
-	if (!d->err && (!d->seen_root || d->depth != 0 || d->n == 0))
-		d->err = CN_S3_MalformedXML;
+	doc_finish(d);
 	if (d->err) {
 		cn_s3_error(r, d->err, d->msg);
 		goto out;
 	}
 	ok = true;
 out:
-	XML_ParserFree(d->p);
-	d->p = NULL;
+	if (d->p)
+		doc_finish(d);
 	EVP_MD_CTX_free(md5);
 	return ok;
 }
@@ -1020,6 +1084,7 @@ void cn_s3_complete_multipart(cn_s3_req *r)
 		cn_s3_error(r, CN_S3_InternalError, NULL);
 		goto done;
 	}
+	cn_s3_reply_version_id(r, out.version_id);
 	cn_s3_send_xml(r, 200, &b);
 done:
 	free(d.parts);

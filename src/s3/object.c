@@ -547,6 +547,8 @@ void cn_s3_put_object(cn_s3_req *r)
 	send_etag(r, out.etag);
 	if (c.ck.algo != CN_CKSUM_NONE)
 		cn_http_resp_header(r->x, cn_cksum_header(c.ck.algo), c.value);
+	cn_s3_reply_version_id(r, out.version_id);
+	cn_s3_send_reply_headers(r);
 	cn_http_resp_send_head(r->x, 0);
 done:
 	cn_cksum_fini(&c.ck);
@@ -555,24 +557,27 @@ done:
 
 /* Parses x-amz-copy-source ("/bucket/key" or "bucket/key", percent-encoded, optional
  * "?versionId=..."). Returns false after sending an error. */
-bool cn_s3_parse_copy_source(cn_s3_req *r, const char *src, char **bucket, char **key)
+bool cn_s3_parse_copy_source(cn_s3_req *r, const char *src, char **bucket, char **key,
+                             const char **vid)
 {
 	static const char bad[] =
 		"Copy Source must mention the source bucket and key: sourcebucket/sourcekey";
 	const char *q = strchr(src, '?');
 	size_t plen = q ? (size_t)(q - src) : strlen(src);
 
+	*vid = NULL;
 	if (q) {
 		const char *qs = q + 1;
 		if (strncmp(qs, "versionId=", 10) != 0) {
 			cn_s3_error(r, CN_S3_InvalidArgument, bad);
 			return false;
 		}
-		if (strcmp(qs + 10, "null") != 0) {
+		if (!cn_obj_version_id_valid(qs + 10)) {
 			cn_s3_error(r, CN_S3_InvalidArgument, "Invalid version id specified");
 			return false;
 		}
 	}
+	*vid = q ? q + 11 : NULL;
 	char *dec = cn_s3_alloc(r, plen + 1);
 	size_t n = 0;
 	if (cn_url_decode((cn_str){ src, plen }, false, dec, plen + 1, &n) != CN_OK ||
@@ -597,6 +602,7 @@ bool cn_s3_parse_copy_source(cn_s3_req *r, const char *src, char **bucket, char 
 static void copy_object(cn_s3_req *r, const char *srchdr)
 {
 	char *sbucket, *skey;
+	const char *svid;
 	cn_obj_info sinfo, out;
 	cn_obj_reader *rd = NULL;
 	put_ctx c;
@@ -609,7 +615,7 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 	cn_obj_info_init(&sinfo);
 	cn_obj_info_init(&out);
 	cn_buf_init(&b);
-	if (!cn_s3_parse_copy_source(r, srchdr, &sbucket, &skey))
+	if (!cn_s3_parse_copy_source(r, srchdr, &sbucket, &skey, &svid))
 		goto done;
 	e = cn_obj_key_check(r->key, strlen(r->key));
 	if (e != CN_OK) {
@@ -656,7 +662,12 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 		}
 	}
 
-	e = cn_obj_open(r->store, sbucket, skey, &sinfo, &rd);
+	e = cn_obj_open_version(r->store, sbucket, skey, svid, &sinfo, &rd);
+	if (e == CN_ERR_DELETE_MARKER) {
+		cn_s3_error(r, CN_S3_InvalidRequest,
+		            "The source of a copy request may not specifically refer to a delete marker by version id.");
+		goto done;
+	}
 	if (e != CN_OK) {
 		cn_s3_error_from(r, e);
 		goto done;
@@ -670,7 +681,8 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 		cn_s3_error(r, CN_S3_PreconditionFailed, NULL);
 		goto done;
 	}
-	bool self = !strcmp(sbucket, r->bucket) && !strcmp(skey, r->key);
+	/* Copying a given version onto its own key restores it (AWS allows that). */
+	bool self = !strcmp(sbucket, r->bucket) && !strcmp(skey, r->key) && !svid;
 	if (self && !replace && !tag_replace && !sc &&
 	    !cn_s3_header(r, "x-amz-website-redirect-location") && newalgo == CN_CKSUM_NONE) {
 		cn_s3_error(r, CN_S3_InvalidRequest,
@@ -768,6 +780,10 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 		cn_s3_error(r, CN_S3_InternalError, NULL);
 		goto done;
 	}
+	if (svid || sinfo.version_id[0])
+		cn_s3_reply_header(r, "x-amz-copy-source-version-id",
+		                   sinfo.version_id[0] ? sinfo.version_id : "null");
+	cn_s3_reply_version_id(r, out.version_id);
 	cn_s3_send_xml(r, 200, &b);
 done:
 	if (rd)
@@ -889,6 +905,8 @@ static void send_object_headers(cn_s3_req *r, const cn_obj_info *info, bool whol
 	if (ntags)
 		cn_http_resp_headerf(r->x, "x-amz-tagging-count", "%zu", ntags);
 	cn_http_resp_header(r->x, "Accept-Ranges", "bytes");
+	if (info->version_id[0])
+		cn_http_resp_header(r->x, "x-amz-version-id", info->version_id);
 }
 
 /* 416 InvalidRange with Content-Range: bytes * /size, which cn_s3_error cannot add; the
@@ -936,11 +954,7 @@ void cn_s3_get_object(cn_s3_req *r)
 	int partno = 0;
 
 	cn_obj_info_init(&info);
-	const char *vid = cn_s3_query(r, "versionId");
-	if (vid && strcmp(vid, "null")) {
-		cn_s3_error(r, CN_S3_InvalidArgument, "Invalid version id specified");
-		goto done;
-	}
+	const char *vid = cn_s3_query(r, "versionId"); /* well-formed: the router checked */
 	const char *pn = cn_s3_query(r, "partNumber");
 	if (pn) {
 		const char *p = pn;
@@ -967,9 +981,11 @@ void cn_s3_get_object(cn_s3_req *r)
 	}
 
 	if (r->head)
-		e = cn_obj_stat(r->store, r->bucket, r->key, &info);
+		e = cn_obj_stat_version(r->store, r->bucket, r->key, vid, &info);
 	else
-		e = cn_obj_open(r->store, r->bucket, r->key, &info, &rd);
+		e = cn_obj_open_version(r->store, r->bucket, r->key, vid, &info, &rd);
+	if ((e == CN_ERR_NO_KEY && info.delete_marker) || e == CN_ERR_DELETE_MARKER)
+		cn_s3_reply_delete_marker(r, &info, e == CN_ERR_DELETE_MARKER);
 	if (e != CN_OK) {
 		cn_s3_error_from(r, e);
 		goto done;
@@ -1043,17 +1059,19 @@ done:
 
 void cn_s3_delete_object(cn_s3_req *r)
 {
-	const char *vid = cn_s3_query(r, "versionId");
+	const char *vid = cn_s3_query(r, "versionId"); /* well-formed: the router checked */
+	cn_obj_deleted d;
 	cn_err e;
 
-	if (vid && strcmp(vid, "null")) {
-		cn_s3_error(r, CN_S3_InvalidArgument, "Invalid version id specified");
-		return;
-	}
-	e = cn_obj_delete(r->store, r->bucket, r->key);
-	if (e != CN_OK && e != CN_ERR_NO_KEY) {
+	/* Without a version id the bucket's state decides (a delete marker when versioned);
+	 * with one, exactly that version goes. An unknown key or version is a 204 (AWS). */
+	e = cn_obj_delete_version(r->store, r->bucket, r->key, vid, &d);
+	if (e != CN_OK && e != CN_ERR_NO_KEY && e != CN_ERR_NO_VERSION) {
 		cn_s3_error_from(r, e);
 		return;
 	}
+	if (e == CN_OK && d.delete_marker)
+		cn_s3_reply_header(r, "x-amz-delete-marker", "true");
+	cn_s3_reply_version_id(r, e == CN_OK ? d.version_id : vid);
 	cn_s3_send_empty(r, 204);
 }

@@ -89,9 +89,26 @@ const char *cn_s3_header(cn_s3_req *r, const char *name)
 
 /* ---- replies ------------------------------------------------------------------------- */
 
+void cn_s3_reply_header(cn_s3_req *r, const char *name, const char *value)
+{
+	CN_ASSERT(r->nreply_headers < CN_S3_MAX_REPLY_HEADERS);
+	if (r->nreply_headers >= CN_S3_MAX_REPLY_HEADERS)
+		return;
+	cn_kv *kv = &r->reply_headers[r->nreply_headers++];
+	kv->name = cn_s3_strndup(r, name, strlen(name));
+	kv->value = cn_s3_strndup(r, value, strlen(value));
+}
+
+void cn_s3_send_reply_headers(cn_s3_req *r)
+{
+	for (size_t i = 0; i < r->nreply_headers; i++)
+		cn_http_resp_header(r->x, r->reply_headers[i].name, r->reply_headers[i].value);
+}
+
 void cn_s3_send_xml(cn_s3_req *r, int status, const cn_buf *xml)
 {
 	cn_http_resp_start(r->x, status);
+	cn_s3_send_reply_headers(r);
 	cn_http_resp_header(r->x, "Content-Type", "application/xml");
 	cn_http_resp_send(r->x, xml->p, xml->len);
 }
@@ -99,6 +116,7 @@ void cn_s3_send_xml(cn_s3_req *r, int status, const cn_buf *xml)
 void cn_s3_send_empty(cn_s3_req *r, int status)
 {
 	cn_http_resp_start(r->x, status);
+	cn_s3_send_reply_headers(r);
 	cn_http_resp_send(r->x, NULL, 0);
 }
 
@@ -130,6 +148,7 @@ void cn_s3_error(cn_s3_req *r, cn_s3_code code, const char *message)
 	cn_xml_elem(&b, "RequestId", r->reqid);
 	cn_xml_close(&b, "Error");
 	cn_http_resp_start(r->x, status);
+	cn_s3_send_reply_headers(r);
 	cn_http_resp_header(r->x, "Content-Type", "application/xml");
 	if (code == CN_S3_SlowDown || code == CN_S3_ServiceUnavailable)
 		cn_http_resp_header(r->x, "Retry-After", "1");
@@ -151,7 +170,10 @@ void cn_s3_error_from(cn_s3_req *r, cn_err e)
 	case CN_ERR_BUCKET_NOT_EMPTY: c = CN_S3_BucketNotEmpty; break;
 	case CN_ERR_NOSPACE: c = CN_S3_StorageFull; break;
 	case CN_ERR_BUSY: c = CN_S3_SlowDown; break;
-	case CN_ERR_QUORUM: c = CN_S3_InsufficientWriteQuorum; break;
+	case CN_ERR_QUORUM:
+		c = cn_str_eq_c(r->h->method, "GET") || cn_str_eq_c(r->h->method, "HEAD")
+		    ? CN_S3_InsufficientReadQuorum : CN_S3_InsufficientWriteQuorum;
+		break;
 	case CN_ERR_ABORTED: c = r->body_error ? r->body_error : CN_S3_IncompleteBody; break;
 	case CN_ERR_CLOSED: c = CN_S3_IncompleteBody; break;
 	case CN_ERR_TIMEOUT: c = CN_S3_RequestTimeout; break;
@@ -163,6 +185,10 @@ void cn_s3_error_from(cn_s3_req *r, cn_err e)
 	case CN_ERR_BAD_PART: c = CN_S3_InvalidPart; break;
 	case CN_ERR_PART_ORDER: c = CN_S3_InvalidPartOrder; break;
 	case CN_ERR_TOO_SMALL: c = CN_S3_EntityTooSmall; break;
+	case CN_ERR_NO_VERSION: c = CN_S3_NoSuchVersion; break;
+	/* GET/HEAD of a delete marker's version (its headers queued by the handler:
+	 * cn_s3_reply_delete_marker) */
+	case CN_ERR_DELETE_MARKER: c = CN_S3_MethodNotAllowed; break;
 	default: c = CN_S3_InternalError; break;
 	}
 	if (c == CN_S3_InternalError)
@@ -515,7 +541,7 @@ static const char *const unimplemented_subresources[] = {
 	"inventory", "legal-hold", "lifecycle", "logging", "metrics", "notification",
 	"object-lock", "ownershipControls", "policy", "policyStatus",
 	"publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
-	"torrent", "versions", "website", NULL
+	"torrent", "website", NULL
 };
 
 static void not_implemented(cn_s3_req *r, const char *what)
@@ -523,22 +549,6 @@ static void not_implemented(cn_s3_req *r, const char *what)
 	char msg[160];
 	snprintf(msg, sizeof msg, "%s is not implemented by cairn yet.", what);
 	cn_s3_error(r, CN_S3_NotImplemented, msg);
-}
-
-static void get_bucket_versioning(cn_s3_req *r)
-{
-	cn_bucket_info bi;
-	cn_err e = cn_obj_head_bucket(r->store, r->bucket, &bi);
-	if (e) {
-		cn_s3_error_from(r, e);
-		return;
-	}
-	cn_buf b;
-	cn_buf_init(&b);
-	cn_xml_decl(&b);
-	cn_buf_puts(&b, "<VersioningConfiguration xmlns=\"" CN_S3_XMLNS "\"/>");
-	cn_s3_send_xml(r, 200, &b);
-	cn_buf_fini(&b);
 }
 
 static void route(cn_s3_req *r)
@@ -557,8 +567,15 @@ static void route(cn_s3_req *r)
 			cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
 		return;
 	}
-	if (cn_s3_query(r, "versioning") && !r->key[0] && get) {
-		get_bucket_versioning(r);
+	if (!r->key[0] && (cn_s3_query(r, "versioning") || cn_s3_query(r, "versions"))) {
+		if (get && cn_s3_query(r, "versioning"))
+			cn_s3_get_bucket_versioning(r);
+		else if (put && cn_s3_query(r, "versioning"))
+			cn_s3_put_bucket_versioning(r);
+		else if (get)
+			cn_s3_list_object_versions(r);
+		else
+			cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
 		return;
 	}
 	for (size_t i = 0; unimplemented_subresources[i]; i++) {
@@ -574,8 +591,9 @@ static void route(cn_s3_req *r)
 		return;
 	}
 	const char *vid = cn_s3_query(r, "versionId");
-	if (vid && strcmp(vid, "null") != 0) {
-		cn_s3_error(r, CN_S3_InvalidArgument, "Invalid version id specified");
+	if (vid && !cn_obj_version_id_valid(vid)) {
+		cn_s3_error(r, CN_S3_InvalidArgument, vid[0] ? "Invalid version id specified"
+		                                             : "Version id cannot be the empty string");
 		return;
 	}
 	bool acl = cn_s3_query(r, "acl") != NULL;
@@ -707,7 +725,10 @@ void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x)
 		cn_s3_error(&r, c, NULL);
 		goto out;
 	}
-	route(&r);
+	if (!strcmp(r.bucket, "minio") && !strncmp(r.key, "admin/", 6))
+		cn_s3_admin(&r);
+	else
+		route(&r);
 out:
 	body_teardown(&r);
 	arena_free(&r);

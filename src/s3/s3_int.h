@@ -1,7 +1,8 @@
 /* s3_int.h: private to the s3 module — the per-request context that the router builds and
  * every handler receives, and the helpers handlers share (errors, XML replies, query and
  * header access, the request arena). The router and these helpers live in src/s3/s3.c;
- * handlers in src/s3/bucket.c, src/s3/list.c, src/s3/object.c.
+ * handlers in src/s3/bucket.c, src/s3/list.c, src/s3/object.c, src/s3/multipart.c,
+ * src/s3/tagging.c, src/s3/versioning.c.
  *
  * A handler runs on a worker thread, owns the whole response, and must send exactly one:
  * a success reply, or an error through cn_s3_error / cn_s3_error_from. */
@@ -28,6 +29,8 @@ struct cn_s3_server {
 
 typedef struct cn_s3_arena_block cn_s3_arena_block;
 
+#define CN_S3_MAX_REPLY_HEADERS 6
+
 typedef struct cn_s3_req {
 	cn_s3_server *srv;
 	cn_obj_store *store;
@@ -49,6 +52,9 @@ typedef struct cn_s3_req {
 	int64_t body_len;      /* payload length when known (Content-Length, or
 	                          x-amz-decoded-content-length for aws-chunked), else -1 */
 	cn_s3_code body_error;
+	/* Headers queued for the reply by cn_s3_reply_header (arena strings). */
+	cn_kv reply_headers[CN_S3_MAX_REPLY_HEADERS];
+	size_t nreply_headers;
 	/* private to s3.c */
 	cn_s3_arena_block *arena;
 	void *body_state;
@@ -70,8 +76,15 @@ void cn_s3_error(cn_s3_req *r, cn_s3_code code, const char *message);
  * NO_KEY->NoSuchKey, BAD_KEY->InvalidObjectName, KEY_TOO_LONG->KeyTooLongError,
  * NOSPACE->StorageFull, BUSY->SlowDown, QUORUM->InsufficientWriteQuorum,
  * ABORTED->r->body_error, CLOSED->IncompleteBody, TIMEOUT->RequestTimeout,
- * DIGEST->BadDigest, others->InternalError. */
+ * DIGEST->BadDigest, NO_VERSION->NoSuchVersion, DELETE_MARKER->MethodNotAllowed (405; the
+ * handler queues the marker's headers first), others->InternalError. */
 void cn_s3_error_from(cn_s3_req *r, cn_err e);
+/* Queues a header for the reply (names and values copied into the arena): cn_s3_send_xml,
+ * cn_s3_send_empty and cn_s3_error send the queued headers, and a handler that starts its
+ * reply itself calls cn_s3_send_reply_headers after cn_http_resp_start. Beyond
+ * CN_S3_MAX_REPLY_HEADERS a header is dropped (a bug: asserted). */
+void cn_s3_reply_header(cn_s3_req *r, const char *name, const char *value);
+void cn_s3_send_reply_headers(cn_s3_req *r);
 /* Status + Content-Type: application/xml + body. */
 void cn_s3_send_xml(cn_s3_req *r, int status, const cn_buf *xml);
 /* Status with an empty body (Content-Length: 0). */
@@ -117,8 +130,10 @@ bool cn_s3_parse_content_md5(cn_s3_req *r, cn_s3_put_ctx *c);
  * x-amz-meta-*, x-amz-storage-class, ...) as an arena array with room for `extra` more
  * entries. Returns false after sending an error (InvalidStorageClass, MetadataTooLarge). */
 bool cn_s3_collect_meta(cn_s3_req *r, size_t extra, cn_kv **out, size_t *n);
-/* x-amz-copy-source into arena strings; false after sending InvalidArgument. */
-bool cn_s3_parse_copy_source(cn_s3_req *r, const char *src, char **bucket, char **key);
+/* x-amz-copy-source into arena strings; *vid gets the source's "?versionId=" (NULL when
+ * none). False after sending InvalidArgument (also for a malformed version id). */
+bool cn_s3_parse_copy_source(cn_s3_req *r, const char *src, char **bucket, char **key,
+                             const char **vid);
 /* If-Match / If-Unmodified-Since / If-None-Match / If-Modified-Since (any may be NULL) in
  * AWS's order: 0 to proceed, 412, or not_modified. */
 int cn_s3_eval_conditions(const char *if_match, const char *if_unmod, const char *if_none,
@@ -144,6 +159,31 @@ void cn_s3_complete_multipart(cn_s3_req *r);     /* POST ?uploadId */
 void cn_s3_abort_multipart(cn_s3_req *r);        /* DELETE ?uploadId */
 void cn_s3_list_parts(cn_s3_req *r);             /* GET ?uploadId */
 void cn_s3_list_multipart_uploads(cn_s3_req *r); /* GET bucket?uploads */
+/* The CompleteMultipartUpload body parser (the one the handler streams the body through),
+ * for a body held in memory (fuzz/complete_mpu.c). CN_OK: *parts (malloc'd, the caller
+ * frees) holds the *nparts (1..10000) parts in document order, numbers 1..10000 and ETags
+ * without quotes. CN_ERR_INVALID: *code and *msg (static, may be NULL) are the S3 error to
+ * send (MalformedXML, InvalidArgument, InvalidPart); CN_ERR_NOMEM. */
+cn_err cn_s3_complete_parse(const char *p, size_t len, cn_obj_part **parts, size_t *nparts,
+                            cn_s3_code *code, const char **msg);
+/* versioning (src/s3/versioning.c) */
+void cn_s3_get_bucket_versioning(cn_s3_req *r);  /* GET ?versioning */
+void cn_s3_put_bucket_versioning(cn_s3_req *r);  /* PUT ?versioning */
+void cn_s3_list_object_versions(cn_s3_req *r);   /* GET ?versions */
+/* The PutBucketVersioning body parser, for bytes in memory (fuzz/versioning.c). CN_OK: *v
+ * is ENABLED or SUSPENDED. CN_ERR_INVALID: *code and *msg (static, may be NULL) are the S3
+ * error to send (MalformedXML; NotImplemented for MfaDelete Enabled); CN_ERR_NOMEM. */
+cn_err cn_s3_versioning_parse(const char *p, size_t len, cn_versioning *v, cn_s3_code *code,
+                              const char **msg);
+/* Queues x-amz-version-id: vid when vid is not "" (the object was written in a bucket that
+ * is or was versioned: AWS then names the version). */
+void cn_s3_reply_version_id(cn_s3_req *r, const char *vid);
+/* Queues the headers AWS puts on a reply about a delete marker: x-amz-delete-marker: true,
+ * x-amz-version-id, and (for the 405 of a GET/HEAD by version id) Last-Modified. */
+void cn_s3_reply_delete_marker(cn_s3_req *r, const cn_obj_info *info, bool last_modified);
+/* admin API (src/s3/admin.c): bucket "minio", key "admin/..." — /minio/admin/v3/heal and
+ * /minio/admin/v3/info; the request is already authenticated with the root credentials. */
+void cn_s3_admin(cn_s3_req *r);
 /* tagging (src/s3/tagging.c) */
 void cn_s3_get_object_tagging(cn_s3_req *r);
 void cn_s3_put_object_tagging(cn_s3_req *r);
@@ -162,5 +202,15 @@ void cn_s3_delete_bucket_tagging(cn_s3_req *r);
 bool cn_s3_tagging_from_request(cn_s3_req *r, const char **canon);
 /* Number of tags in a stored canonical form (0 for NULL or ""): x-amz-tagging-count. */
 size_t cn_s3_tagging_count(const char *stored);
+/* The tag-set parsers behind the handlers, for bytes in memory (fuzz/tagging.c): the
+ * x-amz-tagging header (URL query form, at most 10 tags) and a Tagging XML document (at most
+ * 10 tags, 50 when bucket). CN_OK: *canon gets the canonical form (malloc'd, the caller
+ * frees), NULL for an empty set. CN_ERR_INVALID: *code and *msg (static, may be NULL) are
+ * the S3 error to send (InvalidTag, InvalidArgument, BadRequest, MalformedXML);
+ * CN_ERR_NOMEM. */
+cn_err cn_s3_tagging_parse_header(const char *h, char **canon, cn_s3_code *code,
+                                  const char **msg);
+cn_err cn_s3_tagging_parse_xml(const char *p, size_t len, bool bucket, char **canon,
+                               cn_s3_code *code, const char **msg);
 
 #endif

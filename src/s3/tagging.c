@@ -169,26 +169,44 @@ static verdict validate(tag *t, size_t n, size_t max, bool from_header)
 	return OK_VERDICT;
 }
 
-/* Percent-decodes [p, p+len) ('+' is a space, as in form-encoded queries) into the arena. */
-static bool decode_part(cn_s3_req *r, const char *p, size_t len, const char **out, size_t *outlen)
+/* A decoded tag set: the tags and the bytes they point to, both malloc'd (tagset_free). */
+typedef struct tagset {
+	tag *t;
+	size_t n;
+	char *bytes;
+} tagset;
+
+static void tagset_free(tagset *ts)
 {
-	char *d = cn_s3_alloc(r, len + 1);
-	if (cn_url_decode((cn_str){ p, len }, true, d, len + 1, outlen) != CN_OK)
+	free(ts->t);
+	free(ts->bytes);
+	memset(ts, 0, sizeof(*ts));
+}
+
+/* Percent-decodes [p, p+len) ('+' is a space, as in form-encoded queries) to *d (room for
+ * len + 1 bytes), NUL-terminated; *d then moves past it. */
+static bool decode_part(const char *p, size_t len, char **d, const char **out, size_t *outlen)
+{
+	if (cn_url_decode((cn_str){ p, len }, true, *d, len + 1, outlen) != CN_OK)
 		return false;
-	*out = d;
+	CN_ASSERT(*outlen <= len);
+	(*d)[*outlen] = 0;
+	*out = *d;
+	*d += *outlen + 1;
 	return true;
 }
 
 /* Parses a query-string tag set (the x-amz-tagging header, or the stored canonical form)
- * into an arena array. Empty segments are skipped; a segment without '=' is a key with the
- * empty value. More than max segments: *n = max + 1 and nothing decoded (the caller's
- * validate reports the count). A segment with two '=' or a bad escape: InvalidArgument. */
-static verdict parse_query(cn_s3_req *r, const char *s, size_t max, tag **out, size_t *n)
+ * into ts. Empty segments are skipped; a segment without '=' is a key with the empty value.
+ * More than max segments: ts->n = max + 1 and nothing decoded (the caller's validate
+ * reports the count). A segment with two '=' or a bad escape: *v = InvalidArgument.
+ * CN_ERR_NOMEM, else CN_OK (*v says whether the set parsed). */
+static cn_err parse_query(const char *s, size_t max, tagset *ts, verdict *v)
 {
 	size_t count = 0, len = strlen(s);
 
-	*out = NULL;
-	*n = 0;
+	memset(ts, 0, sizeof(*ts));
+	*v = OK_VERDICT;
 	for (size_t i = 0; i < len;) {
 		const char *amp = memchr(s + i, '&', len - i);
 		size_t end = amp ? (size_t)(amp - s) : len;
@@ -197,10 +215,17 @@ static verdict parse_query(cn_s3_req *r, const char *s, size_t max, tag **out, s
 		i = end + 1;
 	}
 	if (count > max) {
-		*n = max + 1;
-		return OK_VERDICT;
+		ts->n = max + 1;
+		return CN_OK;
 	}
-	tag *t = cn_s3_alloc(r, (count ? count : 1) * sizeof(*t));
+	/* each segment decodes to at most its own length, plus two NULs */
+	ts->t = malloc((count ? count : 1) * sizeof(*ts->t));
+	ts->bytes = malloc(len + 2 * count + 1);
+	if (!ts->t || !ts->bytes) {
+		tagset_free(ts);
+		return CN_ERR_NOMEM;
+	}
+	char *d = ts->bytes;
 	for (size_t i = 0; i < len;) {
 		const char *seg = s + i, *amp = memchr(seg, '&', len - i);
 		size_t slen = amp ? (size_t)(amp - seg) : len - i;
@@ -211,24 +236,27 @@ static verdict parse_query(cn_s3_req *r, const char *s, size_t max, tag **out, s
 		size_t klen = eq ? (size_t)(eq - seg) : slen;
 		const char *val = eq ? eq + 1 : seg + slen;
 		size_t vlen = eq ? slen - klen - 1 : 0;
-		if (memchr(val, '=', vlen))
-			return (verdict){ CN_S3_InvalidArgument, MSG_HEADER };
-		tag *tg = &t[*n];
-		if (!decode_part(r, seg, klen, &tg->key, &tg->klen) ||
-		    !decode_part(r, val, vlen, &tg->value, &tg->vlen))
-			return (verdict){ CN_S3_InvalidArgument, MSG_HEADER };
-		(*n)++;
+		tag *tg = &ts->t[ts->n];
+		if (memchr(val, '=', vlen) || !decode_part(seg, klen, &d, &tg->key, &tg->klen) ||
+		    !decode_part(val, vlen, &d, &tg->value, &tg->vlen)) {
+			tagset_free(ts);
+			*v = (verdict){ CN_S3_InvalidArgument, MSG_HEADER };
+			return CN_OK;
+		}
+		ts->n++;
 	}
-	*out = t;
-	return OK_VERDICT;
+	return CN_OK;
 }
 
-/* The canonical form of sorted, validated tags, as an arena string ("" for none). */
-static const char *canonical(cn_s3_req *r, const tag *t, size_t n)
+/* The canonical form of sorted, validated tags into *out, malloc'd (NULL for none). */
+static cn_err canonical(const tag *t, size_t n, char **out)
 {
 	cn_buf b;
 	cn_err e = CN_OK;
 
+	*out = NULL;
+	if (n == 0)
+		return CN_OK;
 	cn_buf_init(&b);
 	for (size_t i = 0; i < n && !e; i++) {
 		if (i)
@@ -241,37 +269,128 @@ static const char *canonical(cn_s3_req *r, const tag *t, size_t n)
 			e = cn_url_encode(&b, (cn_str){ t[i].value, t[i].vlen }, false);
 	}
 	CN_ASSERT(e == CN_OK || e == CN_ERR_NOMEM);
-	const char *out = e ? NULL : cn_s3_strndup(r, b.p ? b.p : "", b.len);
+	if (!e) {
+		*out = strndup(b.p, b.len);
+		if (!*out)
+			e = CN_ERR_NOMEM;
+	}
 	cn_buf_fini(&b);
-	return out;
+	return e;
+}
+
+/* A verdict and a result as the public parsers return them. */
+static cn_err verdict_out(verdict v, cn_s3_code *code, const char **msg)
+{
+	*code = v.code;
+	*msg = v.msg;
+	return v.code == CN_S3_OK ? CN_OK : CN_ERR_INVALID;
+}
+
+cn_err cn_s3_tagging_parse_header(const char *h, char **canon, cn_s3_code *code,
+                                  const char **msg)
+{
+	tagset ts;
+	verdict v;
+
+	*canon = NULL;
+	*code = CN_S3_OK;
+	*msg = NULL;
+	cn_err e = parse_query(h, OBJECT_TAGS_MAX, &ts, &v);
+	if (e)
+		return e;
+	if (v.code == CN_S3_OK)
+		v = validate(ts.t, ts.n, OBJECT_TAGS_MAX, true);
+	if (v.code == CN_S3_OK)
+		e = canonical(ts.t, ts.n, canon);
+	tagset_free(&ts);
+	return e ? e : verdict_out(v, code, msg);
+}
+
+cn_err cn_s3_tagging_parse_xml(const char *p, size_t len, bool bucket, char **canon,
+                               cn_s3_code *code, const char **msg)
+{
+	size_t max = bucket ? BUCKET_TAGS_MAX : OBJECT_TAGS_MAX;
+	cn_xml_node *root = NULL;
+
+	*canon = NULL;
+	*code = CN_S3_OK;
+	*msg = NULL;
+	cn_err e = len ? cn_xml_parse(p, len, &root) : CN_ERR_INVALID;
+	if (e == CN_ERR_NOMEM)
+		return e;
+	/* Schema: Tagging { TagSet { Tag { Key, Value } * } }, each element once. */
+	const cn_xml_node *set = NULL;
+	size_t count = 0;
+	bool valid = e == CN_OK && !strcmp(root->name, "Tagging");
+	for (const cn_xml_node *c = valid ? root->child : NULL; c && valid; c = c->next) {
+		valid = !strcmp(c->name, "TagSet") && !set;
+		set = c;
+	}
+	valid = valid && set;
+	for (const cn_xml_node *c = valid ? set->child : NULL; c && valid; c = c->next) {
+		size_t nk = 0, nv = 0;
+		valid = !strcmp(c->name, "Tag");
+		for (const cn_xml_node *f = valid ? c->child : NULL; f && valid; f = f->next) {
+			nk += !strcmp(f->name, "Key");
+			nv += !strcmp(f->name, "Value");
+			valid = (!strcmp(f->name, "Key") || !strcmp(f->name, "Value")) && !f->child;
+		}
+		valid = valid && nk == 1 && nv == 1;
+		count++;
+	}
+	if (!valid) {
+		cn_xml_free(root);
+		return verdict_out((verdict){ CN_S3_MalformedXML, NULL }, code, msg);
+	}
+	/* Over the limit: validate reports the count before looking at any tag. The tags
+	 * point into the tree (its texts are NUL-terminated). */
+	tag *t = count <= max ? malloc((count ? count : 1) * sizeof(*t)) : NULL;
+	if (count <= max && !t) {
+		cn_xml_free(root);
+		return CN_ERR_NOMEM;
+	}
+	size_t i = 0;
+	for (const cn_xml_node *c = t ? set->child : NULL; c; c = c->next, i++) {
+		const cn_xml_node *k = cn_xml_child(c, "Key"), *v = cn_xml_child(c, "Value");
+		t[i] = (tag){ k->text, v->text, k->text_len, v->text_len };
+	}
+	verdict vd = validate(t, count, max, false);
+	e = vd.code == CN_S3_OK ? canonical(t, count, canon) : CN_OK;
+	free(t);
+	cn_xml_free(root);
+	return e ? e : verdict_out(vd, code, msg);
 }
 
 /* ---- the x-amz-tagging header (PutObject, CopyObject, CreateMultipartUpload) ------------- */
 
+/* A public parser's result as the handler's: *canon (arena, NULL for no tags), or false
+ * after sending the error. */
+static bool canon_result(cn_s3_req *r, cn_err e, char *c, cn_s3_code code, const char *msg,
+                         const char **canon)
+{
+	*canon = NULL;
+	if (e == CN_ERR_INVALID)
+		cn_s3_error(r, code, msg);
+	else if (e)
+		cn_s3_error_from(r, e);
+	else if (c)
+		*canon = cn_s3_strndup(r, c, strlen(c));
+	free(c);
+	return e == CN_OK;
+}
+
 bool cn_s3_tagging_from_request(cn_s3_req *r, const char **canon)
 {
 	const char *h = cn_s3_header(r, "x-amz-tagging");
-	tag *t;
-	size_t n;
+	cn_s3_code code;
+	const char *msg;
+	char *c;
 
 	*canon = NULL;
 	if (!h)
 		return true;
-	verdict v = parse_query(r, h, OBJECT_TAGS_MAX, &t, &n);
-	if (v.code == CN_S3_OK)
-		v = validate(t, n, OBJECT_TAGS_MAX, true);
-	if (v.code != CN_S3_OK) {
-		cn_s3_error(r, v.code, v.msg);
-		return false;
-	}
-	if (n == 0)
-		return true;
-	*canon = canonical(r, t, n);
-	if (!*canon) {
-		cn_s3_error_from(r, CN_ERR_NOMEM);
-		return false;
-	}
-	return true;
+	cn_err e = cn_s3_tagging_parse_header(h, &c, &code, &msg);
+	return canon_result(r, e, c, code, msg, canon);
 }
 
 size_t cn_s3_tagging_count(const char *stored)
@@ -333,75 +452,28 @@ static bool body_checksum_ok(cn_s3_req *r, const cn_buf *body)
 	return true;
 }
 
-/* Reads, verifies and parses a Tagging document into arena tags, validated for at most
- * max tags and sorted by key. Returns false after sending an error. */
-static bool read_tagging(cn_s3_req *r, size_t max, tag **out, size_t *n)
+/* Reads, verifies and parses a Tagging document (at most 10 tags, 50 for a bucket) into
+ * its canonical form: *canon (arena), NULL for an empty set. Returns false after sending
+ * an error. */
+static bool read_tagging(cn_s3_req *r, bool bucket, const char **canon)
 {
 	cn_buf b;
-	cn_xml_node *root = NULL;
+	cn_s3_code code;
+	const char *msg;
+	char *c;
 	bool ok = false;
 
-	*out = NULL;
-	*n = 0;
+	*canon = NULL;
 	cn_buf_init(&b);
 	cn_err e = cn_s3_read_body(r, TAGGING_BODY_MAX, &b);
-	if (e == CN_ERR_TOO_LARGE) {
+	if (e == CN_ERR_TOO_LARGE)
 		cn_s3_error(r, CN_S3_MalformedXML, NULL);
-		goto done;
-	}
-	if (e) {
+	else if (e)
 		cn_s3_error_from(r, e);
-		goto done;
+	else if (body_checksum_ok(r, &b)) {
+		e = cn_s3_tagging_parse_xml(b.p, b.len, bucket, &c, &code, &msg);
+		ok = canon_result(r, e, c, code, msg, canon);
 	}
-	if (!body_checksum_ok(r, &b))
-		goto done;
-	e = b.len ? cn_xml_parse(b.p, b.len, &root) : CN_ERR_INVALID;
-	if (e == CN_ERR_NOMEM) {
-		cn_s3_error_from(r, e);
-		goto done;
-	}
-	/* Schema: Tagging { TagSet { Tag { Key, Value } * } }, each element once. */
-	const cn_xml_node *set = NULL;
-	size_t count = 0;
-	bool valid = e == CN_OK && !strcmp(root->name, "Tagging");
-	for (const cn_xml_node *c = valid ? root->child : NULL; c && valid; c = c->next) {
-		valid = !strcmp(c->name, "TagSet") && !set;
-		set = c;
-	}
-	valid = valid && set;
-	for (const cn_xml_node *c = valid ? set->child : NULL; c && valid; c = c->next) {
-		size_t nk = 0, nv = 0;
-		valid = !strcmp(c->name, "Tag");
-		for (const cn_xml_node *f = valid ? c->child : NULL; f && valid; f = f->next) {
-			nk += !strcmp(f->name, "Key");
-			nv += !strcmp(f->name, "Value");
-			valid = (!strcmp(f->name, "Key") || !strcmp(f->name, "Value")) && !f->child;
-		}
-		valid = valid && nk == 1 && nv == 1;
-		count++;
-	}
-	if (!valid) {
-		cn_s3_error(r, CN_S3_MalformedXML, NULL);
-		goto done;
-	}
-	/* Over the limit: validate reports the count before looking at any tag. */
-	tag *t = count <= max ? cn_s3_alloc(r, (count ? count : 1) * sizeof(*t)) : NULL;
-	size_t i = 0;
-	for (const cn_xml_node *c = t ? set->child : NULL; c; c = c->next, i++) {
-		const cn_xml_node *k = cn_xml_child(c, "Key"), *v = cn_xml_child(c, "Value");
-		t[i] = (tag){ cn_s3_strndup(r, k->text, k->text_len), cn_s3_strndup(r, v->text, v->text_len),
-		              k->text_len, v->text_len };
-	}
-	verdict vd = validate(t, count, max, false);
-	if (vd.code != CN_S3_OK) {
-		cn_s3_error(r, vd.code, vd.msg);
-		goto done;
-	}
-	*out = t;
-	*n = count;
-	ok = true;
-done:
-	cn_xml_free(root);
 	cn_buf_fini(&b);
 	return ok;
 }
@@ -440,16 +512,22 @@ static void send_tagging(cn_s3_req *r, const tag *t, size_t n)
 /* Decodes a stored canonical form and sends it. */
 static void send_stored(cn_s3_req *r, const char *stored)
 {
-	tag *t = NULL;
-	size_t n = 0;
+	tagset ts;
+	verdict v = OK_VERDICT;
 
-	if (stored && parse_query(r, stored, (size_t)-2, &t, &n).code != CN_S3_OK) {
+	memset(&ts, 0, sizeof(ts));
+	if (stored && parse_query(stored, (size_t)-2, &ts, &v) != CN_OK) {
+		cn_s3_error_from(r, CN_ERR_NOMEM);
+		return;
+	}
+	if (v.code != CN_S3_OK) {
 		cn_log(CN_LOG_ERROR, r->reqid, "tagging %s/%s: stored tag set is corrupt", r->bucket,
 		       r->key);
 		cn_s3_error_from(r, CN_ERR_CORRUPT);
 		return;
 	}
-	send_tagging(r, t, n);
+	send_tagging(r, ts.t, ts.n);
+	tagset_free(&ts);
 }
 
 /* ---- object tagging --------------------------------------------------------------------- */
@@ -495,14 +573,23 @@ static cn_err set_tags_meta(void *ctx, cn_obj_info *info)
 	return CN_OK;
 }
 
+/* With ?versionId (well-formed: the router checked) the tags of that version; the reply
+ * names the version (x-amz-version-id) when the bucket is or was versioned. */
 static void update_object_tags(cn_s3_req *r, const char *canon, int status)
 {
-	cn_err e = cn_obj_update_meta(r->store, r->bucket, r->key, set_tags_meta, (void *)canon, NULL);
+	cn_obj_info out;
+
+	cn_obj_info_init(&out);
+	cn_err e = cn_obj_update_meta_version(r->store, r->bucket, r->key,
+	                                      cn_s3_query(r, "versionId"), set_tags_meta,
+	                                      (void *)canon, &out);
 	if (e != CN_OK) {
 		cn_s3_error_from(r, e);
-		return;
+	} else {
+		cn_s3_reply_version_id(r, out.version_id);
+		cn_s3_send_empty(r, status);
 	}
-	cn_s3_send_empty(r, status);
+	cn_obj_info_fini(&out);
 }
 
 void cn_s3_get_object_tagging(cn_s3_req *r)
@@ -510,29 +597,23 @@ void cn_s3_get_object_tagging(cn_s3_req *r)
 	cn_obj_info info;
 
 	cn_obj_info_init(&info);
-	cn_err e = cn_obj_stat(r->store, r->bucket, r->key, &info);
-	if (e != CN_OK)
+	cn_err e = cn_obj_stat_version(r->store, r->bucket, r->key, cn_s3_query(r, "versionId"),
+	                               &info);
+	if (e != CN_OK) {
 		cn_s3_error_from(r, e);
-	else
+	} else {
+		cn_s3_reply_version_id(r, info.version_id);
 		send_stored(r, cn_obj_info_get(&info, CN_S3_TAGGING_META));
+	}
 	cn_obj_info_fini(&info);
 }
 
 void cn_s3_put_object_tagging(cn_s3_req *r)
 {
-	tag *t;
-	size_t n;
+	const char *canon;
 
-	if (!read_tagging(r, OBJECT_TAGS_MAX, &t, &n))
+	if (!read_tagging(r, false, &canon))
 		return;
-	const char *canon = NULL;
-	if (n) {
-		canon = canonical(r, t, n);
-		if (!canon) {
-			cn_s3_error_from(r, CN_ERR_NOMEM);
-			return;
-		}
-	}
 	update_object_tags(r, canon, 200);
 }
 
@@ -560,19 +641,15 @@ void cn_s3_get_bucket_tagging(cn_s3_req *r)
 
 void cn_s3_put_bucket_tagging(cn_s3_req *r)
 {
-	tag *t;
-	size_t n;
+	const char *canon;
 	cn_err e;
 
-	if (!read_tagging(r, BUCKET_TAGS_MAX, &t, &n))
+	if (!read_tagging(r, true, &canon))
 		return;
-	if (n == 0) {
+	if (!canon)
 		e = cn_obj_bucket_config_delete(r->store, r->bucket, CONFIG_NAME);
-	} else {
-		const char *canon = canonical(r, t, n);
-		e = canon ? cn_obj_bucket_config_put(r->store, r->bucket, CONFIG_NAME, canon, strlen(canon))
-		          : CN_ERR_NOMEM;
-	}
+	else
+		e = cn_obj_bucket_config_put(r->store, r->bucket, CONFIG_NAME, canon, strlen(canon));
 	if (e != CN_OK)
 		cn_s3_error_from(r, e);
 	else
