@@ -22,7 +22,8 @@
  *      corrupt shard is replaced by reconstruction from any K good ones, and the reader
  *      remembers that the object needs healing (cn_ec_reader_degraded).
  *  E4. A healthy read touches only the K data shards (no decode); a range read only the
- *      blocks it covers. */
+ *      blocks it covers.
+ *  E5, E6: listing (below, "merged walks"). */
 #include "erasure/codec.h"
 #include "erasure/erasure.h"
 #include "erasure/erasure_int.h"
@@ -1854,16 +1855,32 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 			for (size_t j = 0; j < b[i].n; j++)
 				all[k++] = b[i].v[j]; /* shallow: b owns */
 		qsort(all, k, sizeof *all, went_cmp);
-		const went *last = NULL;
-		for (size_t j = 0; j < k && !e; j++) {
+		/* E6: an object seen on fewer walked drives than could hold a readable version
+		 * (min(walked, K)) may be a partial commit (a crash below write quorum) or a
+		 * stale leftover of a delete: it is listed only if a quorum read finds it, with
+		 * the record that read chose */
+		size_t enough = nd < (size_t)s->k ? nd : (size_t)s->k;
+		for (size_t j = 0; j < k && !e;) {
 			const went *w = &all[j];
 			if (bound && key_cmp(w->key, w->keylen, bound->key, bound->keylen) > 0)
 				break;
-			if (last && last->keylen == w->keylen && last->is_prefix == w->is_prefix &&
-			    !memcmp(last->key, w->key, w->keylen))
-				continue; /* the same entry from another drive */
-			last = w;
-			e = fn(ctx, w->key, w->keylen, w->is_prefix, w->has_m ? &w->m : NULL);
+			size_t same = 1; /* the same entry from other drives */
+			while (j + same < k && all[j + same].keylen == w->keylen &&
+			       all[j + same].is_prefix == w->is_prefix && !memcmp(all[j + same].key, w->key, w->keylen))
+				same++;
+			j += same;
+			if (w->is_prefix || same >= enough) {
+				e = fn(ctx, w->key, w->keylen, w->is_prefix, w->has_m ? &w->m : NULL);
+				continue;
+			}
+			cn_ec_meta qm;
+			cn_ec_meta_init(&qm);
+			cn_err qe = read_rec(s, REC_CURRENT, vol, w->key, NULL, true, &qm);
+			if (qe == CN_OK)
+				e = fn(ctx, w->key, w->keylen, false, &qm);
+			else if (qe == CN_ERR_NOMEM)
+				e = qe;
+			cn_ec_meta_fini(&qm);
 		}
 		if (e || !bound)
 			break;

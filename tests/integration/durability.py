@@ -9,13 +9,18 @@ the same key that was in flight), and every listed key must hold exactly one bod
 sent (no partial object), and DIR/.cairn.sys/tmp must be empty. Three rounds on the same data
 folder with different kill points. Everything is bounded in count and time.
 
-Usage: /usr/bin/python3 tests/integration/durability.py   (CAIRN_BIN selects the binary)
+With --drives N (issue 3) the server runs on N drive folders (one erasure set, MinIO's default
+parity) and the tmp check covers every drive.
+
+Usage: /usr/bin/python3 tests/integration/durability.py [--drives N]   (CAIRN_BIN selects the binary)
 Exit 0 when every check held; 1 otherwise."""
 
 import hashlib
 import os
 import random
+import shutil
 import sys
+import tempfile
 import threading
 import time
 
@@ -160,10 +165,19 @@ def verify(srv, ledger, errors):
 
 def main():
     t_start = time.monotonic()
-    srv = Server(name="durability")
+    ndrives = 1
+    if len(sys.argv) == 3 and sys.argv[1] == "--drives":
+        ndrives = int(sys.argv[2])
+    if ndrives > 1:
+        root = tempfile.mkdtemp(prefix="cairn-dur-")
+        folders = [os.path.join(root, f"d{i}") for i in range(1, ndrives + 1)]
+        srv = Server(root=root, name="durability", drives=[os.path.join(root, f"d{{1...{ndrives}}}")])
+        tmps = [os.path.join(f, ".cairn.sys", "tmp") for f in folders]
+    else:
+        srv = Server(name="durability")
+        tmps = [os.path.join(srv.data_dir, ".cairn.sys", "tmp")]
     errors = []
     ledger = Ledger()
-    tmp = os.path.join(srv.data_dir, ".cairn.sys", "tmp")
     try:
         srv.start()
         make_client(srv).create_bucket(Bucket=BUCKET)
@@ -187,9 +201,9 @@ def main():
                 t.join(30)
             if any(t.is_alive() for t in threads):
                 errors.append(f"round {rnd}: writer threads did not stop")
-            garbage = tmp_leftovers(tmp)
+            garbage = [g for t in tmps for g in tmp_leftovers(t)]
             srv.start()
-            left = tmp_leftovers(tmp)
+            left = [g for t in tmps for g in tmp_leftovers(t)]
             if left:
                 errors.append(f"round {rnd}: tmp area not emptied at restart: {left[:10]}")
             n_err = len(errors)
@@ -202,13 +216,15 @@ def main():
     finally:
         tail = srv.stderr_tail(30)
         srv.cleanup()
+        if ndrives > 1:
+            shutil.rmtree(root, ignore_errors=True)
     if errors:
         print(f"DURABILITY FAILED: {len(errors)} problems", flush=True)
         for e in errors[:50]:
             print("  " + e)
         print("server log tail:\n" + tail)
         return 1
-    print(f"durability: OK ({len(ledger.acked)} keys acknowledged, {ledger.n_acked} PUTs, "
+    print(f"durability: OK ({ndrives} drive(s), {len(ledger.acked)} keys acknowledged, {ledger.n_acked} PUTs, "
           f"{time.monotonic() - t_start:.1f}s)")
     return 0
 

@@ -47,6 +47,12 @@ if want durability; then
 	rc=$?
 	echo "$out"
 	record durability $rc "$(echo "$out" | grep -E '^(durability: OK|DURABILITY FAILED)' | tail -n 1) ($((SECONDS - t))s)"
+	echo "=== durability (kill -9), 8 drives erasure-coded"
+	t=$SECONDS
+	out=$(timeout 600 $PY "$HERE/durability.py" --drives 8 2>&1)
+	rc=$?
+	echo "$out"
+	record durability-8 $rc "$(echo "$out" | grep -E '^(durability: OK|DURABILITY FAILED)' | tail -n 1) ($((SECONDS - t))s)"
 fi
 
 if want clients; then
