@@ -92,7 +92,8 @@ static void drive_names(size_t npools, size_t nsets, size_t size)
 	for (size_t p = 0; p < npools; p++)
 		for (size_t k = 0; k < nsets; k++)
 			for (size_t d = 0; d < size; d++)
-				snprintf(drives[p][k][d], sizeof drives[p][k][d], "%s/p%zus%zud%zu", base, p, k, d);
+				snprintf(drives[p][k][d], sizeof drives[p][k][d], "%s/p%us%ud%u", base,
+				         (unsigned)(p & 3), (unsigned)(k & 15), (unsigned)(d & 15));
 }
 
 /* Opens pools x sets x size (same shape in every pool); parity 0 for one-drive sets. */
