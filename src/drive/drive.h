@@ -124,10 +124,16 @@ typedef struct cn_drive_ops {
 	cn_err (*version_list)(cn_drive *d, const char *vol, const char *key, char ***vids, size_t *n);
 	cn_err (*version_delete)(cn_drive *d, const char *vol, const char *key, const char *vid);
 	cn_err (*version_promote)(cn_drive *d, const char *vol, const char *key, const char *vid);
-	/* version_write: replaces noncurrent version vid's record with rec (atomic: tmp +
-	 *   rename); CN_ERR_NO_KEY when the version does not exist. */
+	/* version_write: writes noncurrent version vid's record (atomic: tmp + rename;
+	 *   replaces or creates: callers hold the key's lock and know the version exists on a
+	 *   quorum); CN_ERR_NO_KEY when the key has no folder on this drive. */
 	cn_err (*version_write)(cn_drive *d, const char *vol, const char *key, const char *vid,
 	                        const void *rec, size_t reclen);
+	/* move_data: moves tmp/<tmp_id>/<data_id> into the key's folder (made as needed)
+	 *   without touching any record — healing a noncurrent version's data — and removes
+	 *   tmp/<tmp_id>. */
+	cn_err (*move_data)(cn_drive *d, const char *tmp_id, const char *data_id, const char *vol,
+	                    const char *key);
 
 	/* Multipart uploads: one folder per upload in the drive's system area
 	 * (.cairn.sys/multipart/<vol>/<upload_id>/, docs/FORMAT.md) holding small files and

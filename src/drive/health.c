@@ -317,6 +317,12 @@ static cn_err h_version_write(cn_drive *dd, const char *vol, const char *key, co
 	hdrive *d = H(dd);
 	CALL(d, "version_write", d->in->ops->version_write(d->in, vol, key, vid, rec, reclen));
 }
+static cn_err h_move_data(cn_drive *dd, const char *tmp_id, const char *data_id, const char *vol,
+                          const char *key)
+{
+	hdrive *d = H(dd);
+	CALL(d, "move_data", d->in->ops->move_data(d->in, tmp_id, data_id, vol, key));
+}
 static cn_err h_upload_write(cn_drive *dd, const char *vol, const char *upload_id, const char *name,
                              bool create, const void *p, size_t len)
 {
@@ -393,6 +399,7 @@ static const cn_drive_ops health_ops = {
 	.version_delete = h_version_delete,
 	.version_promote = h_version_promote,
 	.version_write = h_version_write,
+	.move_data = h_move_data,
 	.upload_write = h_upload_write,
 	.upload_read = h_upload_read,
 	.upload_list = h_upload_list,

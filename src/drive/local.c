@@ -1438,11 +1438,13 @@ static cn_err local_version_write(cn_drive *dd, const char *vol, const char *key
 	char id[33];
 	cn_drive_random_id(id);
 	cn_err e = ver_path(&ver, vol, key, vid);
-	struct stat st;
-	if (!e && fstatat(d->root_fd, ver.p, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		e = CN_ERR_NO_KEY;
 	/* the tmp file beside it ("%t." never names a key component or a record) */
-	if (!e && !(e = key_path(&tmp, vol, key)))
+	if (!e && !(e = key_path(&tmp, vol, key))) {
+		struct stat st;
+		if (fstatat(d->root_fd, tmp.p, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+			e = CN_ERR_NO_KEY; /* no key folder on this drive */
+	}
+	if (!e)
 		e = cn_buf_printf(&tmp, "/%%t.%s", id);
 	if (!e)
 		e = write_file_at(d, tmp.p, rec, reclen, true);
@@ -1454,6 +1456,50 @@ static cn_err local_version_write(cn_drive *dd, const char *vol, const char *key
 		pending_dir(d, ver.p, (size_t)(strrchr(ver.p, '/') - ver.p));
 	cn_buf_fini(&ver);
 	cn_buf_fini(&tmp);
+	return e;
+}
+
+static cn_err local_move_data(cn_drive *dd, const char *tmp_id, const char *data_id, const char *vol,
+                              const char *key)
+{
+	local_drive *d = L(dd);
+	char src[256], rest[256];
+	cn_buf kp;
+	if (!id_ok(tmp_id) || !id_ok(data_id))
+		return CN_ERR_INVALID;
+	cn_buf_init(&kp);
+	cn_err e = key_path(&kp, vol, key);
+	size_t klen = kp.len, vol_len = strlen(vol);
+	snprintf(rest, sizeof rest, "/%s", data_id);
+	tmp_path(src, sizeof src, tmp_id, rest);
+	for (int tries = 0; !e; tries++) {
+		if (tries == 8) {
+			e = map_errno(d, ENOENT, "moving data into", kp.p);
+			break;
+		}
+		kp.p[klen] = 0;
+		kp.len = klen;
+		e = make_key_dirs(d, kp.p, vol_len);
+		if (e == CN_ERR_NOT_FOUND) {
+			e = CN_OK;
+			continue;
+		}
+		if (e)
+			break;
+		if ((e = cn_buf_printf(&kp, "/%s", data_id)))
+			break;
+		if (renameat(d->root_fd, src, d->root_fd, kp.p) == 0) {
+			pending_dir(d, kp.p, klen);
+			pending_dir(d, kp.p, kp.len);
+			break;
+		}
+		if (errno != ENOENT) {
+			e = map_errno(d, errno, "moving data into", kp.p);
+			break;
+		}
+	}
+	local_abort_tmp(dd, tmp_id);
+	cn_buf_fini(&kp);
 	return e;
 }
 
@@ -1714,6 +1760,7 @@ static const cn_drive_ops local_ops = {
 	.version_delete = local_version_delete,
 	.version_promote = local_version_promote,
 	.version_write = local_version_write,
+	.move_data = local_move_data,
 	.upload_write = local_upload_write,
 	.upload_read = local_upload_read,
 	.upload_list = local_upload_list,

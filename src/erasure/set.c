@@ -1436,17 +1436,16 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 			/* the damaged folder goes first: a rename cannot replace a non-empty one */
 			D(s, d)->ops->delete_data(D(s, d), vol, key, m.data_id);
 		}
-		cn_err de;
-		if (vid && !is_inline) {
-			de = CN_ERR_UNSUPPORTED; /* noncurrent versions with data: healed by a later pass */
-		} else if (vid) {
+		cn_err de = CN_OK;
+		if (vid) {
+			/* a noncurrent version: its data folder (moved in on its own), then its record */
+			if (!is_inline)
+				de = D(s, d)->ops->move_data(D(s, d), tmp_id, m.data_id, vol, key);
 			rec.len = 0;
-			de = cn_ec_meta_encode(&m, &rec);
+			if (!de)
+				de = cn_ec_meta_encode(&m, &rec);
 			if (!de)
 				de = D(s, d)->ops->version_write(D(s, d), vol, key, vid, rec.p, rec.len);
-			if (de == CN_ERR_NO_KEY) { /* the version's record is missing there */
-				de = CN_ERR_UNSUPPORTED;
-			}
 		} else {
 			de = commit_slot(s, d, tmp_id, is_inline ? NULL : m.data_id, vol, key, &m, &rec);
 		}

@@ -251,6 +251,64 @@ TEST(test_debug_read_skip)
 	free(p);
 }
 
+/* Removes drive i's copy of noncurrent version "null" of key (record and data folder), or
+ * flips a byte of its shard file. */
+static void damage_version(size_t i, const char *key, const char *data_id, bool corrupt)
+{
+	char cmd[600];
+	if (corrupt)
+		snprintf(cmd, sizeof cmd, "f='%s/d%zu/bkt/%s/%s/part.1'; printf '\\x55' | dd of=\"$f\" bs=1 "
+		         "seek=100 conv=notrunc status=none", base, i, key, data_id);
+	else
+		snprintf(cmd, sizeof cmd, "rm -rf '%s/d%zu/bkt/%s/%s' '%s/d%zu/bkt/%s/%%v.null'", base, i, key,
+		         data_id, base, i, key);
+	CN_ASSERT(system(cmd) == 0);
+}
+
+TEST(test_heal_noncurrent_version)
+{
+	reset(true);
+	cn_ec_set *s = open_set(4, 2);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	size_t len = 2 * MiB + 5;
+	unsigned char *p = pattern(len, 11);
+	CHECK_EQ_INT(put(s, "v", p, len, false), CN_OK);
+	CHECK_EQ_INT(cn_ec_version_keep(s, "bkt", "v", "null"), CN_OK);
+	CHECK_EQ_INT(put(s, "v", p, 1000, true), CN_OK); /* a new current version on top */
+	cn_ec_meta m;
+	cn_ec_meta_init(&m);
+	CHECK_EQ_INT(cn_ec_version_read(s, "bkt", "v", "null", true, &m), CN_OK);
+	char data_id[64];
+	snprintf(data_id, sizeof data_id, "%s", m.data_id);
+	cn_ec_meta_fini(&m);
+	CHECK(data_id[0] != 0);
+	damage_version(0, "v", data_id, false);
+	damage_version(1, "v", data_id, true);
+	cn_ec_heal_result hr;
+	CHECK_EQ_INT(cn_ec_heal(s, "bkt", "v", "null", false, &hr), CN_OK);
+	CHECK_EQ_INT(hr.drives_bad, 2);
+	CHECK_EQ_INT(hr.drives_healed, 2);
+	CHECK_EQ_INT(hr.drives_failed, 0);
+	/* proof: drives 0 and 1 alone give the old version back */
+	damage_version(2, "v", data_id, false);
+	damage_version(3, "v", data_id, false);
+	cn_ec_reader *r;
+	CHECK_EQ_INT(cn_ec_open_version(s, "bkt", "v", "null", &m, &r), CN_OK);
+	if (r) {
+		unsigned char *buf = malloc(len);
+		size_t got = 0;
+		CHECK_EQ_INT(cn_ec_reader_read(r, 0, buf, len, &got), CN_OK);
+		CHECK(got == len && memcmp(buf, p, len) == 0);
+		free(buf);
+		cn_ec_reader_close(r);
+	}
+	cn_ec_meta_fini(&m);
+	/* the current version was not disturbed */
+	CHECK_EQ_INT(check(s, "v", p, 0, 1000, NULL), CN_OK);
+	cn_ec_set_free(s);
+	free(p);
+}
+
 static cn_err count_cb(void *ctx, const char *key, size_t keylen, bool is_prefix, const cn_ec_meta *m)
 {
 	size_t *n = ctx;
@@ -312,6 +370,7 @@ int main(void)
 	RUN(test_heal);
 	RUN(test_debug_read_skip);
 	RUN(test_walk_merges_drives);
+	RUN(test_heal_noncurrent_version);
 	reset(false);
 	TEST_END();
 }
