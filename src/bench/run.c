@@ -1059,7 +1059,8 @@ static cn_err collect_recs(eng *g, cn_bench_rec **out, size_t *n)
 		memcpy(r + k, g->w[t].recs, g->w[t].nrec * sizeof *r);
 		k += g->w[t].nrec;
 	}
-	qsort(r, tot, sizeof *r, cmp_rec);
+	if (tot > 1)
+		qsort(r, tot, sizeof *r, cmp_rec);
 	*out = r;
 	*n = tot;
 	return CN_OK;
@@ -1461,7 +1462,8 @@ int cn_bench_run(const cn_bench_cfg *c)
 					cn_bench_meta m = { .concurrency = acc.concurrency, .hosts = g.hosts, .nhosts = g.nhosts,
 					                    .start_unix_ns = c->start_unix_ns };
 					snprintf(m.mode, sizeof m.mode, "%s", mode_name(c->mode));
-					qsort(recs, nrec, sizeof *recs, cmp_rec);
+					if (nrec > 1)
+						qsort(recs, nrec, sizeof *recs, cmp_rec);
 					if (cn_bench_data_write(c->benchdata, &m, recs, nrec)) {
 						fprintf(stderr, "cairn bench: cannot write %s\n", c->benchdata);
 						rc = 1;

@@ -399,7 +399,8 @@ bool cn_bench_summarize(const cn_bench_acc *a, int op, cn_bench_summary *s)
 	s->nerrs = p->nerr;
 	/* sorted by first occurrence; the array is logically const, sorting a copy would
 	 * need storage per summary: sort in place (same content, deterministic order) */
-	qsort((void *)p->err, p->nerr, sizeof p->err[0], cmp_errmsg);
+	if (p->nerr > 1)
+		qsort((void *)p->err, p->nerr, sizeof p->err[0], cmp_errmsg);
 	s->nhosts = a->nhosts;
 	s->host_mib = calloc(a->nhosts ? a->nhosts : 1, sizeof(double));
 	s->host_obj = calloc(a->nhosts ? a->nhosts : 1, sizeof(double));

@@ -1159,7 +1159,8 @@ static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_
 		v[nv++] = (vent){ c, cl, names[i], false };
 		v[nv++] = (vent){ c, cl, names[i], true };
 	}
-	qsort(v, nv, sizeof *v, vent_cmp);
+	if (nv > 1)
+		qsort(v, nv, sizeof *v, vent_cmp);
 	for (size_t i = 0; i < nv && !e; i++) {
 		size_t dl = strlen(v[i].disk);
 		size_t fk = klen + v[i].clen; /* key length of prefix+comp */

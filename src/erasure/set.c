@@ -1853,7 +1853,8 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 		for (size_t i = 0; i < nd; i++)
 			for (size_t j = 0; j < b[i].n; j++)
 				all[k++] = b[i].v[j]; /* shallow: b owns */
-		qsort(all, k, sizeof *all, went_cmp);
+		if (k > 1)
+			qsort(all, k, sizeof *all, went_cmp);
 		/* E6: an object seen on fewer walked drives than could hold a readable version
 		 * (min(walked, K)) may be a partial commit (a crash below write quorum) or a
 		 * stale leftover of a delete: it is listed only if a quorum read finds it, with
