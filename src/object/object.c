@@ -645,7 +645,11 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 				const char *path = ps->drives[k * ps->set_size + d];
 				cn_drive *local = NULL;
 				open_err[at] = cn_drive_local_open(path, cfg->durable, &local);
-				if (!open_err[at]) { /* errors and stalls take it offline (drive.h) */
+				if (!open_err[at] && ps->set_size == 1) {
+					/* one drive: nothing to skip to, so no health gate (an odd file's
+					 * I/O error must not take the whole store offline) */
+					dv[d] = local;
+				} else if (!open_err[at]) { /* errors and stalls take it offline (drive.h) */
 					cn_drive_health_cfg hc = { 0 };
 					if ((open_err[at] = cn_drive_health_wrap(local, &hc, &dv[d])))
 						cn_drive_close(local);
