@@ -16,14 +16,6 @@
 
 #define SMALL_BODY_MAX (64 * 1024)
 
-static void owner_id(const cn_s3_req *r, char out[65])
-{
-	const char *ak = r->srv->cfg.access_key ? r->srv->cfg.access_key : "";
-	unsigned char d[SHA256_DIGEST_LENGTH];
-	SHA256((const unsigned char *)ak, strlen(ak), d);
-	cn_hex_encode(d, sizeof d, out);
-}
-
 static const char *server_region(const cn_s3_req *r)
 {
 	const char *reg = r->srv->cfg.region;
@@ -61,7 +53,7 @@ void cn_s3_list_buckets(cn_s3_req *r)
 		return;
 	}
 	char id[65];
-	owner_id(r, id);
+	cn_s3_owner_id(r, id);
 	cn_buf b;
 	cn_buf_init(&b);
 	e = cn_xml_decl(&b);
@@ -225,7 +217,7 @@ void cn_s3_get_acl(cn_s3_req *r)
 	if (!acl_target_exists(r))
 		return;
 	char id[65];
-	owner_id(r, id);
+	cn_s3_owner_id(r, id);
 	cn_buf b;
 	cn_buf_init(&b);
 	cn_err e = cn_xml_decl(&b);
@@ -317,7 +309,7 @@ void cn_s3_put_acl(cn_s3_req *r)
 		return;
 	}
 	char id[65];
-	owner_id(r, id);
+	cn_s3_owner_id(r, id);
 	cn_s3_code c = check_acl_body(root, id);
 	cn_xml_free(root);
 	if (c == CN_S3_NotImplemented)

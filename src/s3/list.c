@@ -24,49 +24,6 @@
 #define DELETE_BODY_MAX (2 * 1024 * 1024)
 #define TOKEN_KEY_MAX 1024 /* longest key or prefix a token can carry */
 
-/* Same owner ID as bucket.c: hex SHA-256 of the root access key. */
-static void owner_id(const cn_s3_req *r, char out[65])
-{
-	const char *ak = r->srv->cfg.access_key ? r->srv->cfg.access_key : "";
-	unsigned char d[SHA256_DIGEST_LENGTH];
-	SHA256((const unsigned char *)ak, strlen(ak), d);
-	cn_hex_encode(d, sizeof d, out);
-}
-
-/* Writes <tag>value</tag>, percent-encoded when url is set. */
-static cn_err elem_key(cn_buf *b, const char *tag, const char *v, bool url)
-{
-	if (!url)
-		return cn_xml_elem(b, tag, v);
-	cn_buf enc;
-	cn_buf_init(&enc);
-	cn_err e = cn_url_encode(&enc, cn_str_c(v), true);
-	if (!e)
-		e = cn_xml_elem_n(b, tag, enc.p ? enc.p : "", enc.len);
-	cn_buf_fini(&enc);
-	return e;
-}
-
-/* "max-keys": absent -> 1000; digits only, <= INT32_MAX, then capped at 1000. */
-static bool parse_max_keys(const char *v, size_t *out)
-{
-	*out = LIST_MAX_KEYS;
-	if (!v)
-		return true;
-	if (!v[0])
-		return false;
-	uint64_t n = 0;
-	for (const char *p = v; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return false;
-		n = n * 10 + (uint64_t)(*p - '0');
-		if (n > INT32_MAX)
-			return false;
-	}
-	*out = n > LIST_MAX_KEYS ? LIST_MAX_KEYS : (size_t)n;
-	return true;
-}
-
 static cn_err token_encode(const char *key, cn_buf *b)
 {
 	size_t len = strlen(key);
@@ -101,7 +58,7 @@ static cn_err write_contents(cn_s3_req *r, cn_buf *b, const cn_list_entry *o, bo
 	cn_time_iso8601(o->mtime_ms, when);
 	cn_err e = cn_xml_open(b, "Contents", NULL);
 	if (!e)
-		e = elem_key(b, "Key", o->key, url);
+		e = cn_s3_xml_key(b, "Key", o->key, url);
 	if (!e)
 		e = cn_xml_elem(b, "LastModified", when);
 	if (!e)
@@ -145,7 +102,7 @@ void cn_s3_list_objects(cn_s3_req *r)
 	if (delim && !delim[0])
 		delim = NULL;
 	size_t max_keys;
-	if (!parse_max_keys(cn_s3_query(r, "max-keys"), &max_keys)) {
+	if (!cn_s3_parse_max_keys(cn_s3_query(r, "max-keys"), LIST_MAX_KEYS, &max_keys)) {
 		cn_s3_error(r, CN_S3_InvalidArgument,
 		            "Argument maxKeys must be an integer between 0 and 2147483647");
 		return;
@@ -190,7 +147,7 @@ void cn_s3_list_objects(cn_s3_req *r)
 	}
 
 	char id[65];
-	owner_id(r, id);
+	cn_s3_owner_id(r, id);
 	const char *owner = (!v2 || fetch_owner) ? id : NULL;
 	cn_buf b, tok;
 	cn_buf_init(&b);
@@ -201,10 +158,10 @@ void cn_s3_list_objects(cn_s3_req *r)
 	if (!e)
 		e = cn_xml_elem(&b, "Name", r->bucket);
 	if (!e)
-		e = elem_key(&b, "Prefix", prefix, url);
+		e = cn_s3_xml_key(&b, "Prefix", prefix, url);
 	if (v2) {
 		if (!e && start_after)
-			e = elem_key(&b, "StartAfter", start_after, url);
+			e = cn_s3_xml_key(&b, "StartAfter", start_after, url);
 		if (!e && token)
 			e = cn_xml_elem(&b, "ContinuationToken", token);
 		if (!e && res.truncated && res.next_marker) {
@@ -216,14 +173,14 @@ void cn_s3_list_objects(cn_s3_req *r)
 			e = cn_xml_elemf(&b, "KeyCount", "%zu", res.nobjects + res.nprefixes);
 	} else {
 		if (!e)
-			e = elem_key(&b, "Marker", marker ? marker : "", url);
+			e = cn_s3_xml_key(&b, "Marker", marker ? marker : "", url);
 		if (!e && delim && res.truncated && res.next_marker)
-			e = elem_key(&b, "NextMarker", res.next_marker, url);
+			e = cn_s3_xml_key(&b, "NextMarker", res.next_marker, url);
 	}
 	if (!e)
 		e = cn_xml_elemf(&b, "MaxKeys", "%zu", max_keys);
 	if (!e && delim)
-		e = elem_key(&b, "Delimiter", delim, url);
+		e = cn_s3_xml_key(&b, "Delimiter", delim, url);
 	if (!e && url)
 		e = cn_xml_elem(&b, "EncodingType", "url");
 	if (!e)
@@ -233,7 +190,7 @@ void cn_s3_list_objects(cn_s3_req *r)
 	for (size_t i = 0; i < res.nprefixes && !e; i++) {
 		e = cn_xml_open(&b, "CommonPrefixes", NULL);
 		if (!e)
-			e = elem_key(&b, "Prefix", res.prefixes[i], url);
+			e = cn_s3_xml_key(&b, "Prefix", res.prefixes[i], url);
 		if (!e)
 			e = cn_xml_close(&b, "CommonPrefixes");
 	}

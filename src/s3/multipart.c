@@ -41,38 +41,12 @@ static const char part_number_msg[] =
 
 /* ---- small helpers ------------------------------------------------------------------ */
 
-/* Same owner ID as bucket.c and list.c: hex SHA-256 of the root access key. */
-static void owner_id(const cn_s3_req *r, char out[65])
-{
-	const char *ak = r->srv->cfg.access_key ? r->srv->cfg.access_key : "";
-	unsigned char d[SHA256_DIGEST_LENGTH];
-	SHA256((const unsigned char *)ak, strlen(ak), d);
-	cn_hex_encode(d, sizeof d, out);
-}
-
 static const char *kv_get(const cn_kv *kv, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(kv[i].name, name))
 			return kv[i].value;
 	return NULL;
-}
-
-/* Decimal digits only, value <= max; false otherwise. */
-static bool parse_uint(const char *v, uint64_t max, uint64_t *out)
-{
-	uint64_t n = 0;
-	if (!v || !v[0])
-		return false;
-	for (const char *p = v; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return false;
-		n = n * 10 + (uint64_t)(*p - '0');
-		if (n > max)
-			return false;
-	}
-	*out = n;
-	return true;
 }
 
 /* The uploadId query parameter; false after sending NoSuchUpload when it cannot be one. */
@@ -141,20 +115,6 @@ static const char *msgf(cn_s3_req *r, const char *fmt, ...)
 	if ((size_t)n >= sizeof tmp)
 		n = sizeof tmp - 1;
 	return cn_s3_strndup(r, tmp, (size_t)n);
-}
-
-/* Writes <tag>value</tag>, percent-encoded (RFC 3986, '/' kept) when url is set. */
-static cn_err elem_key(cn_buf *b, const char *tag, const char *v, bool url)
-{
-	if (!url)
-		return cn_xml_elem(b, tag, v);
-	cn_buf enc;
-	cn_buf_init(&enc);
-	cn_err e = cn_url_encode(&enc, cn_str_c(v), true);
-	if (!e)
-		e = cn_xml_elem_n(b, tag, enc.p ? enc.p : "", enc.len);
-	cn_buf_fini(&enc);
-	return e;
 }
 
 static cn_err elem_owner(cn_buf *b, const char *tag, const char *owner)
@@ -382,7 +342,7 @@ static bool copy_range(cn_s3_req *r, const char *v, int64_t size, int64_t *off, 
 		goto bad;
 	}
 	char *first = cn_s3_strndup(r, v + 6, (size_t)(dash - (v + 6)));
-	if (!parse_uint(first, INT64_MAX, &a) || !parse_uint(dash + 1, INT64_MAX, &b) || b < a)
+	if (!cn_s3_parse_uint(first, INT64_MAX, &a) || !cn_s3_parse_uint(dash + 1, INT64_MAX, &b) || b < a)
 		goto bad;
 	if ((int64_t)b >= size) {
 		cn_s3_error(r, CN_S3_InvalidArgument,
@@ -511,7 +471,7 @@ void cn_s3_upload_part(cn_s3_req *r)
 	cn_cksum_algo algo;
 	cn_err e;
 
-	if (!parse_uint(cn_s3_query(r, "partNumber"), CN_OBJ_MAX_PARTS, &number) || number < 1) {
+	if (!cn_s3_parse_uint(cn_s3_query(r, "partNumber"), CN_OBJ_MAX_PARTS, &number) || number < 1) {
 		cn_s3_error(r, CN_S3_InvalidArgument, part_number_msg);
 		return;
 	}
@@ -707,7 +667,7 @@ static void doc_field_end(complete_doc *d)
 
 	switch (d->field) {
 	case F_NUMBER:
-		if (!parse_uint(t, UINT32_MAX, &v)) {
+		if (!cn_s3_parse_uint(t, UINT32_MAX, &v)) {
 			doc_fail(d, CN_S3_MalformedXML, NULL);
 			return;
 		}
@@ -1127,7 +1087,7 @@ void cn_s3_list_parts(cn_s3_req *r)
 	if (!upload_id_arg(r, &upload_id) || !key_ok(r))
 		return;
 	const char *mp = cn_s3_query(r, "max-parts");
-	if (mp && !parse_uint(mp, INT32_MAX, &max)) {
+	if (mp && !cn_s3_parse_uint(mp, INT32_MAX, &max)) {
 		cn_s3_error(r, CN_S3_InvalidArgument,
 		            "Argument max-parts must be an integer between 0 and 2147483647");
 		return;
@@ -1135,7 +1095,7 @@ void cn_s3_list_parts(cn_s3_req *r)
 	if (max > LIST_MAX)
 		max = LIST_MAX;
 	const char *pm = cn_s3_query(r, "part-number-marker");
-	if (pm && pm[0] && !parse_uint(pm, INT32_MAX, &marker)) {
+	if (pm && pm[0] && !cn_s3_parse_uint(pm, INT32_MAX, &marker)) {
 		cn_s3_error(r, CN_S3_InvalidArgument, "Argument partNumberMarker must be an integer.");
 		return;
 	}
@@ -1157,7 +1117,7 @@ void cn_s3_list_parts(cn_s3_req *r)
 	bool full;
 	cn_cksum_algo algo = upload_algo(&u, &full);
 	const char *sc = kv_get(u.meta, u.nmeta, "x-amz-storage-class");
-	owner_id(r, owner);
+	cn_s3_owner_id(r, owner);
 
 	e = cn_xml_decl(&b);
 	if (!e)
@@ -1241,7 +1201,7 @@ void cn_s3_list_multipart_uploads(cn_s3_req *r)
 		return;
 	}
 	bool url = enc != NULL;
-	if (mu && !parse_uint(mu, INT32_MAX, &max)) {
+	if (mu && !cn_s3_parse_uint(mu, INT32_MAX, &max)) {
 		cn_s3_error(r, CN_S3_InvalidArgument,
 		            "Argument max-uploads must be an integer between 0 and 2147483647");
 		return;
@@ -1259,25 +1219,25 @@ void cn_s3_list_multipart_uploads(cn_s3_req *r)
 		cn_s3_error_from(r, e);
 		goto done;
 	}
-	owner_id(r, owner);
+	cn_s3_owner_id(r, owner);
 	e = cn_xml_decl(&b);
 	if (!e)
 		e = cn_xml_open(&b, "ListMultipartUploadsResult", CN_S3_XMLNS);
 	if (!e)
 		e = cn_xml_elem(&b, "Bucket", r->bucket);
 	if (!e)
-		e = elem_key(&b, "KeyMarker", key_marker ? key_marker : "", url);
+		e = cn_s3_xml_key(&b, "KeyMarker", key_marker ? key_marker : "", url);
 	if (!e)
 		e = cn_xml_elem(&b, "UploadIdMarker", id_marker ? id_marker : "");
 	if (!e)
-		e = elem_key(&b, "NextKeyMarker",
+		e = cn_s3_xml_key(&b, "NextKeyMarker",
 		             l.truncated && l.next_key_marker ? l.next_key_marker : "", url);
 	if (!e)
 		e = cn_xml_elem(&b, "NextUploadIdMarker", l.truncated ? l.next_upload_id_marker : "");
 	if (!e && delim && delim[0])
-		e = elem_key(&b, "Delimiter", delim, url);
+		e = cn_s3_xml_key(&b, "Delimiter", delim, url);
 	if (!e)
-		e = elem_key(&b, "Prefix", prefix ? prefix : "", url);
+		e = cn_s3_xml_key(&b, "Prefix", prefix ? prefix : "", url);
 	if (!e)
 		e = cn_xml_elemf(&b, "MaxUploads", "%llu", (unsigned long long)max);
 	if (!e)
@@ -1292,7 +1252,7 @@ void cn_s3_list_multipart_uploads(cn_s3_req *r)
 		cn_time_iso8601(u->initiated_ms, when);
 		e = cn_xml_open(&b, "Upload", NULL);
 		if (!e)
-			e = elem_key(&b, "Key", u->key, url);
+			e = cn_s3_xml_key(&b, "Key", u->key, url);
 		if (!e)
 			e = cn_xml_elem(&b, "UploadId", u->upload_id);
 		if (!e)
@@ -1313,7 +1273,7 @@ void cn_s3_list_multipart_uploads(cn_s3_req *r)
 	for (size_t i = 0; i < l.nprefixes && !e; i++) {
 		e = cn_xml_open(&b, "CommonPrefixes", NULL);
 		if (!e)
-			e = elem_key(&b, "Prefix", l.prefixes[i], url);
+			e = cn_s3_xml_key(&b, "Prefix", l.prefixes[i], url);
 		if (!e)
 			e = cn_xml_close(&b, "CommonPrefixes");
 	}

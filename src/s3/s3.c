@@ -8,6 +8,8 @@
  * 501 NotImplemented, never a silent success. */
 #include "s3/s3_int.h"
 
+#include <openssl/sha.h>
+
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +196,57 @@ void cn_s3_error_from(cn_s3_req *r, cn_err e)
 	if (c == CN_S3_InternalError)
 		cn_log(CN_LOG_ERROR, r->reqid, "internal error: %s", cn_err_str(e));
 	cn_s3_error(r, c, NULL);
+}
+
+/* ---- small shared helpers (s3_int.h) ---------------------------------------------------- */
+
+void cn_s3_owner_id(const cn_s3_req *r, char out[65])
+{
+	const char *ak = r->srv->cfg.access_key ? r->srv->cfg.access_key : "";
+	unsigned char d[SHA256_DIGEST_LENGTH];
+	SHA256((const unsigned char *)ak, strlen(ak), d);
+	cn_hex_encode(d, sizeof d, out);
+}
+
+cn_err cn_s3_xml_key(cn_buf *b, const char *tag, const char *v, bool url)
+{
+	if (!url)
+		return cn_xml_elem(b, tag, v);
+	cn_buf enc;
+	cn_buf_init(&enc);
+	cn_err e = cn_url_encode(&enc, cn_str_c(v), true);
+	if (!e)
+		e = cn_xml_elem_n(b, tag, enc.p ? enc.p : "", enc.len);
+	cn_buf_fini(&enc);
+	return e;
+}
+
+bool cn_s3_parse_uint(const char *v, uint64_t max, uint64_t *out)
+{
+	uint64_t n = 0;
+	if (!v || !v[0])
+		return false;
+	for (const char *p = v; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return false;
+		n = n * 10 + (uint64_t)(*p - '0');
+		if (n > max)
+			return false;
+	}
+	*out = n;
+	return true;
+}
+
+bool cn_s3_parse_max_keys(const char *v, size_t cap, size_t *out)
+{
+	uint64_t n;
+	*out = cap;
+	if (!v)
+		return true;
+	if (!cn_s3_parse_uint(v, INT32_MAX, &n))
+		return false;
+	*out = n > cap ? cap : (size_t)n;
+	return true;
 }
 
 /* ---- body stack ---------------------------------------------------------------------- */

@@ -139,6 +139,18 @@ bool cn_s3_parse_copy_source(cn_s3_req *r, const char *src, char **bucket, char 
 int cn_s3_eval_conditions(const char *if_match, const char *if_unmod, const char *if_none,
                           const char *if_mod, const cn_obj_info *info, int not_modified);
 
+/* Small helpers shared by the handlers (s3.c). */
+/* The owner ID reported in listings and ACLs: hex SHA-256 of the root access key. */
+void cn_s3_owner_id(const cn_s3_req *r, char out[65]);
+/* <tag>v</tag>, the value percent-encoded (RFC 3986, '/' kept) when url is set
+ * (encoding-type=url). */
+cn_err cn_s3_xml_key(cn_buf *b, const char *tag, const char *v, bool url);
+/* Decimal digits only (non-empty), value <= max. */
+bool cn_s3_parse_uint(const char *v, uint64_t max, uint64_t *out);
+/* max-keys style parameters: absent -> cap; digits only, <= INT32_MAX, then capped at cap
+ * (AWS). false when malformed. */
+bool cn_s3_parse_max_keys(const char *v, size_t cap, size_t *out);
+
 /* Handlers (router: src/s3/s3.c). */
 void cn_s3_list_buckets(cn_s3_req *r);
 void cn_s3_create_bucket(cn_s3_req *r);

@@ -163,49 +163,6 @@ void cn_s3_put_bucket_versioning(cn_s3_req *r)
 
 /* ---- ListObjectVersions ------------------------------------------------------------------ */
 
-/* Same owner ID as bucket.c and list.c: hex SHA-256 of the root access key. */
-static void owner_id(const cn_s3_req *r, char out[65])
-{
-	const char *ak = r->srv->cfg.access_key ? r->srv->cfg.access_key : "";
-	unsigned char d[SHA256_DIGEST_LENGTH];
-	SHA256((const unsigned char *)ak, strlen(ak), d);
-	cn_hex_encode(d, sizeof d, out);
-}
-
-/* <tag>v</tag>, percent-encoded ('/' kept) when url is set. */
-static cn_err elem_key(cn_buf *b, const char *tag, const char *v, bool url)
-{
-	if (!url)
-		return cn_xml_elem(b, tag, v);
-	cn_buf enc;
-	cn_buf_init(&enc);
-	cn_err e = cn_url_encode(&enc, cn_str_c(v), true);
-	if (!e)
-		e = cn_xml_elem_n(b, tag, enc.p ? enc.p : "", enc.len);
-	cn_buf_fini(&enc);
-	return e;
-}
-
-/* max-keys: absent -> 1000; digits only, <= INT32_MAX, then capped at 1000 (AWS). */
-static bool parse_max_keys(const char *v, size_t *out)
-{
-	*out = LIST_VERSIONS_MAX;
-	if (!v)
-		return true;
-	if (!v[0])
-		return false;
-	uint64_t n = 0;
-	for (const char *p = v; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return false;
-		n = n * 10 + (uint64_t)(*p - '0');
-		if (n > INT32_MAX)
-			return false;
-	}
-	*out = n > LIST_VERSIONS_MAX ? LIST_VERSIONS_MAX : (size_t)n;
-	return true;
-}
-
 static cn_err write_entry(cn_buf *b, const cn_version_entry *v, bool url, const char *owner)
 {
 	const char *tag = v->delete_marker ? "DeleteMarker" : "Version";
@@ -213,7 +170,7 @@ static cn_err write_entry(cn_buf *b, const cn_version_entry *v, bool url, const 
 	cn_time_iso8601(v->mtime_ms, when);
 	cn_err e = cn_xml_open(b, tag, NULL);
 	if (!e)
-		e = elem_key(b, "Key", v->key, url);
+		e = cn_s3_xml_key(b, "Key", v->key, url);
 	if (!e)
 		e = cn_xml_elem(b, "VersionId", v->version_id[0] ? v->version_id : "null");
 	if (!e)
@@ -256,7 +213,7 @@ void cn_s3_list_object_versions(cn_s3_req *r)
 	if (key_marker && !key_marker[0])
 		key_marker = NULL;
 	size_t max_keys;
-	if (!parse_max_keys(cn_s3_query(r, "max-keys"), &max_keys)) {
+	if (!cn_s3_parse_max_keys(cn_s3_query(r, "max-keys"), LIST_VERSIONS_MAX, &max_keys)) {
 		cn_s3_error(r, CN_S3_InvalidArgument,
 		            "Argument maxKeys must be an integer between 0 and 2147483647");
 		return;
@@ -293,7 +250,7 @@ void cn_s3_list_object_versions(cn_s3_req *r)
 	}
 
 	char owner[65];
-	owner_id(r, owner);
+	cn_s3_owner_id(r, owner);
 	cn_buf b;
 	cn_buf_init(&b);
 	e = cn_xml_decl(&b);
@@ -302,19 +259,19 @@ void cn_s3_list_object_versions(cn_s3_req *r)
 	if (!e)
 		e = cn_xml_elem(&b, "Name", r->bucket);
 	if (!e)
-		e = elem_key(&b, "Prefix", prefix, url);
+		e = cn_s3_xml_key(&b, "Prefix", prefix, url);
 	if (!e)
-		e = elem_key(&b, "KeyMarker", key_marker ? key_marker : "", url);
+		e = cn_s3_xml_key(&b, "KeyMarker", key_marker ? key_marker : "", url);
 	if (!e)
 		e = cn_xml_elem(&b, "VersionIdMarker", vid_marker ? vid_marker : "");
 	if (!e && res.truncated && res.next_key_marker)
-		e = elem_key(&b, "NextKeyMarker", res.next_key_marker, url);
+		e = cn_s3_xml_key(&b, "NextKeyMarker", res.next_key_marker, url);
 	if (!e && res.truncated && res.next_version_id_marker[0])
 		e = cn_xml_elem(&b, "NextVersionIdMarker", res.next_version_id_marker);
 	if (!e)
 		e = cn_xml_elemf(&b, "MaxKeys", "%zu", max_keys);
 	if (!e && delim)
-		e = elem_key(&b, "Delimiter", delim, url);
+		e = cn_s3_xml_key(&b, "Delimiter", delim, url);
 	if (!e && url)
 		e = cn_xml_elem(&b, "EncodingType", "url");
 	if (!e)
@@ -324,7 +281,7 @@ void cn_s3_list_object_versions(cn_s3_req *r)
 	for (size_t i = 0; i < res.nprefixes && !e; i++) {
 		e = cn_xml_open(&b, "CommonPrefixes", NULL);
 		if (!e)
-			e = elem_key(&b, "Prefix", res.prefixes[i], url);
+			e = cn_s3_xml_key(&b, "Prefix", res.prefixes[i], url);
 		if (!e)
 			e = cn_xml_close(&b, "CommonPrefixes");
 	}
