@@ -92,12 +92,15 @@ build-fuzz/%: fuzz/%.c $(LIB_SRC)
 fuzz: $(FUZZ_BIN)
 
 # Each libFuzzer driver for FUZZ_SECONDS over a scratch copy of its corpus (CI: bounded).
+# A fixed FUZZ_SEED makes CI's exploration repeatable (the same inputs in the same order
+# as on a developer's machine); run with FUZZ_SEED=0 (libFuzzer: random) to explore anew.
 FUZZ_SECONDS ?= 20
+FUZZ_SEED ?= 1
 fuzz-run: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f); rm -rf build-fuzz/corpus-$$n; \
 	  mkdir -p build-fuzz/corpus-$$n && cp fuzz/corpus/$$n/* build-fuzz/corpus-$$n/ && \
 	  echo "fuzz: $$n for $(FUZZ_SECONDS)s" && \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 build-fuzz/corpus-$$n >build-fuzz/$$n.log 2>&1 || \
+	  $$f -seed=$(FUZZ_SEED) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 build-fuzz/corpus-$$n >build-fuzz/$$n.log 2>&1 || \
 	  { tail -40 build-fuzz/$$n.log; echo "fuzz: $$n FAILED (reproducer in build-fuzz/)"; exit 1; }; done
 
 layers:

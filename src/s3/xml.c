@@ -319,7 +319,11 @@ cn_err cn_xml_parse(const char *p, size_t len, cn_xml_node **root)
 	*root = NULL;
 	xml_ctx c;
 	memset(&c, 0, sizeof c);
-	c.p = XML_ParserCreate(NULL);
+	/* S3 request bodies are UTF-8. Forcing it (a declared encoding is then ignored; bytes
+	 * that are not UTF-8 fail) matches MinIO, whose Go decoder refuses other charsets, and
+	 * keeps names consistent: expat's Latin-1 table admits name characters (U+00B5) that
+	 * its UTF-8 table does not, so a re-serialised Latin-1 document could fail to parse. */
+	c.p = XML_ParserCreate("UTF-8");
 	if (!c.p)
 		return CN_ERR_NOMEM;
 	XML_SetUserData(c.p, &c);
