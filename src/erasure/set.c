@@ -23,6 +23,14 @@
  *      remembers that the object needs healing (cn_ec_reader_degraded).
  *  E4. A healthy read touches only the K data shards (no decode); a range read only the
  *      blocks it covers.
+ *  E7. GET and HEAD read records early-out: the object's data-shard slots first, then the
+ *      others, stopping as soon as K records agree (the record's own K). That is E2's
+ *      answer: a committed write reached at least its write quorum W (K, or K+1 when
+ *      K == M), so at most n - W < K slots can hold an older record, and K agreeing
+ *      slots include one that saw the latest commit; any disagreement just reads on.
+ *      Slots not read are "unread", not offline: a reader that later finds fewer than K
+ *      good shards reads their records then (reader_complete). Heal reads every record
+ *      (it must see every slot that lacks the object).
  *  E5, E6: listing (below, "merged walks"). */
 #include "erasure/codec.h"
 #include "erasure/erasure.h"
@@ -85,6 +93,8 @@ struct cn_ec_reader {
 	int8_t slot_of[CN_EC_MAX_DRIVES];   /* shard index -> slot (-1: no good slot) */
 	bool good[CN_EC_MAX_DRIVES];        /* slot's record agrees (E2) */
 	bool offline[CN_EC_MAX_DRIVES];     /* slot's drive did not answer */
+	bool unread[CN_EC_MAX_DRIVES];      /* E7: slot's record not read (yet) */
+	uint64_t ident;                     /* rec_identity of the chosen record */
 	unsigned char *inl[CN_EC_MAX_DRIVES]; /* owned: coded inline streams per slot */
 	size_t inl_len[CN_EC_MAX_DRIVES];
 	cn_drive_rfile *cf[CN_EC_MAX_DRIVES]; /* open shard files of part cpart */
@@ -779,22 +789,68 @@ static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
 	return coded(s) ? trust_miss(s, d, e) : e;
 }
 
+/* Quorum of a record: K of its own shape; plain sets and uploads' records written at
+ * create (k=1 there): at least the set's read quorum. */
+static size_t rec_quorum(const cn_ec_set *s, const cn_ec_meta *m)
+{
+	return coded(s) && m->k >= 1 ? m->k : read_quorum(s);
+}
+
+/* E7's reading order: the slots that hold the object's data shards (STANDARD shape, the
+ * common case) in shard order, then the rest. */
+static void early_order(const cn_ec_set *s, const char *vol, const char *key, size_t *order)
+{
+	uint8_t dist[CN_EC_MAX_DRIVES];
+	size_t n = s->n, i = 0;
+	cn_codec_dist(vol, key, strlen(key), (unsigned)n, dist);
+	for (size_t j = 0; j < (size_t)s->k; j++)
+		for (size_t d = 0; d < n; d++)
+			if (dist[d] == j)
+				order[i++] = d;
+	for (size_t d = 0; d < n; d++)
+		if (dist[d] >= (size_t)s->k)
+			order[i++] = d;
+}
+
 /* Reads the record from every drive and picks the version most drives agree on (E2).
  * ms[] (n entries, initialized) get each drive's record; agree[d] says drive d holds the
- * chosen one; *pick is one such drive. */
+ * chosen one; *pick is one such drive. unread non-NULL: early-out (E7), unread[d] says
+ * slot d was not read (its errs[] entry is then CN_ERR_OFFLINE). */
 static cn_err read_quorum_recs(cn_ec_set *s, rec_kind kind, const char *vol, const char *key,
                                const char *name, bool skip_inline, cn_ec_meta *ms, bool *agree,
-                               size_t *pick, cn_err *errs_out)
+                               size_t *pick, cn_err *errs_out, bool *unread)
 {
 	cn_err errs_own[CN_EC_MAX_DRIVES];
 	cn_err *errs = errs_out ? errs_out : errs_own;
 	uint64_t ids[CN_EC_MAX_DRIVES];
-	size_t n = s->n;
+	size_t n = s->n, order[CN_EC_MAX_DRIVES];
+	bool early = unread && coded(s) && kind != REC_UPLOAD;
+	if (early)
+		early_order(s, vol, key, order);
+	else
+		for (size_t d = 0; d < n; d++)
+			order[d] = d;
 	for (size_t d = 0; d < n; d++) {
 		agree[d] = false;
+		errs[d] = CN_ERR_OFFLINE;
+		if (unread)
+			unread[d] = early;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t d = order[i];
+		if (unread)
+			unread[d] = false;
 		errs[d] = read_one(s, d, kind, vol, key, name, skip_inline, &ms[d]);
-		if (!errs[d])
-			ids[d] = rec_identity(&ms[d]);
+		if (errs[d])
+			continue;
+		ids[d] = rec_identity(&ms[d]);
+		if (!early)
+			continue;
+		size_t c = 0;
+		for (size_t j = 0; j <= i; j++)
+			c += !errs[order[j]] && ids[order[j]] == ids[d];
+		if (c >= rec_quorum(s, &ms[d]))
+			break;
 	}
 	size_t best = n, best_n = 0;
 	for (size_t d = 0; d < n; d++) {
@@ -808,12 +864,7 @@ static cn_err read_quorum_recs(cn_ec_set *s, rec_kind kind, const char *vol, con
 			best_n = c;
 		}
 	}
-	/* plain sets and uploads' records written at create (k=1 there): quorum = K of the
-	 * record's own shape, at least the set's read quorum */
-	size_t q = read_quorum(s);
-	if (best < n && coded(s) && ms[best].k >= 1)
-		q = ms[best].k;
-	if (best < n && best_n >= q) {
+	if (best < n && best_n >= rec_quorum(s, &ms[best])) {
 		for (size_t d = 0; d < n; d++)
 			agree[d] = !errs[d] && ids[d] == ids[best];
 		*pick = best;
@@ -850,7 +901,9 @@ static cn_err read_rec(cn_ec_set *s, rec_kind kind, const char *vol, const char 
 	size_t pick = 0;
 	for (size_t d = 0; d < s->n; d++)
 		cn_ec_meta_init(&ms[d]);
-	cn_err e = read_quorum_recs(s, kind, vol, key, name, skip_inline, ms, agree, &pick, NULL);
+	bool unread[CN_EC_MAX_DRIVES];
+	cn_err e = read_quorum_recs(s, kind, vol, key, name, skip_inline, ms, agree, &pick, NULL,
+	                            kind == REC_UPLOAD ? NULL : unread);
 	if (!e) {
 		cn_ec_meta_fini(m);
 		*m = ms[pick];
@@ -1050,6 +1103,40 @@ static bool read_shard(cn_ec_reader *r, size_t p, size_t b, size_t d, size_t sl,
 	return true;
 }
 
+/* E7: reads the records of the slots an early-out open skipped; those that hold the chosen
+ * version become good (their inline streams taken), others mark the object degraded.
+ * Returns whether any slot became good. */
+static bool reader_complete(cn_ec_reader *r)
+{
+	cn_ec_set *s = r->s;
+	bool more = false;
+	for (size_t d = 0; d < s->n; d++) {
+		if (!r->unread[d])
+			continue;
+		r->unread[d] = false;
+		cn_ec_meta m;
+		cn_ec_meta_init(&m);
+		cn_err e = read_one(s, d, r->vid[0] ? REC_VERSION : REC_CURRENT, r->vol, r->key,
+		                    r->vid[0] ? r->vid : NULL, false, &m);
+		if (!e && rec_identity(&m) == r->ident && r->dist[d] < s->n) {
+			r->good[d] = true;
+			r->slot_of[r->dist[d]] = (int8_t)d;
+			if (m.has_inline) {
+				r->inl[d] = m.inline_data;
+				r->inl_len[d] = m.inline_len;
+				m.inline_data = NULL;
+			}
+			more = true;
+		} else if (e == CN_ERR_OFFLINE) {
+			r->offline[d] = true;
+		} else {
+			r->degraded = true;
+		}
+		cn_ec_meta_fini(&m);
+	}
+	return more;
+}
+
 /* Decodes block b of part p into r->blk (E4: data shards first, parity only as needed). */
 static cn_err load_block(cn_ec_reader *r, size_t p, size_t b)
 {
@@ -1060,8 +1147,11 @@ static cn_err load_block(cn_ec_reader *r, size_t p, size_t b)
 	size_t bl = psize - boff < (int64_t)r->block_size ? (size_t)(psize - boff) : r->block_size;
 	size_t sl = cn_codec_shard_len(r->c, bl), n = r->s->n;
 	unsigned char *ptr[CN_EC_MAX_DRIVES];
-	bool present[CN_EC_MAX_DRIVES] = { false };
-	unsigned have = 0;
+	bool present[CN_EC_MAX_DRIVES];
+	unsigned have;
+again:
+	have = 0;
+	memset(present, 0, sizeof present);
 	/* data shards first, then parity until K are good */
 	for (unsigned j = 0; j < n && have < r->k; j++) {
 		int d = r->slot_of[j];
@@ -1074,6 +1164,8 @@ static cn_err load_block(cn_ec_reader *r, size_t p, size_t b)
 	}
 	for (unsigned j = 0; j < n; j++)
 		ptr[j] = r->sh + (size_t)j * (HASH_LEN + cn_codec_shard_len(r->c, r->block_size)) + HASH_LEN;
+	if (have < r->k && reader_complete(r))
+		goto again; /* E7: slots not read at open may hold the shards still needed */
 	if (have < r->k) {
 		cn_log(CN_LOG_ERROR, NULL, "erasure: %s/%s: block %zu of part %zu: only %u of %u shards "
 		       "readable", r->vol, r->key, b, p + 1, have, r->k);
@@ -1098,7 +1190,7 @@ static cn_err load_block(cn_ec_reader *r, size_t p, size_t b)
 	return CN_OK;
 }
 
-static cn_err open_coded(cn_ec_reader *r, const char *vid, cn_ec_meta *m)
+static cn_err open_coded(cn_ec_reader *r, const char *vid, bool full, cn_ec_meta *m)
 {
 	cn_ec_set *s = r->s;
 	cn_ec_meta ms[CN_EC_MAX_DRIVES];
@@ -1108,9 +1200,10 @@ static cn_err open_coded(cn_ec_reader *r, const char *vid, cn_ec_meta *m)
 	for (size_t d = 0; d < s->n; d++)
 		cn_ec_meta_init(&ms[d]);
 	cn_err e = read_quorum_recs(s, vid ? REC_VERSION : REC_CURRENT, r->vol, r->key, vid, false, ms,
-	                            agree, &pick, errs);
+	                            agree, &pick, errs, full ? NULL : r->unread);
 	if (!e) {
 		const cn_ec_meta *c = &ms[pick];
+		r->ident = rec_identity(c);
 		r->size = c->size;
 		r->k = c->k;
 		r->m = c->m;
@@ -1129,7 +1222,7 @@ static cn_err open_coded(cn_ec_reader *r, const char *vid, cn_ec_meta *m)
 			r->slot_of[j] = -1;
 		for (size_t d = 0; d < s->n; d++) {
 			r->good[d] = agree[d];
-			r->offline[d] = errs[d] == CN_ERR_OFFLINE;
+			r->offline[d] = errs[d] == CN_ERR_OFFLINE && !r->unread[d];
 			if (!agree[d] && errs[d] != CN_ERR_OFFLINE)
 				r->degraded = true; /* missing or stale record on a drive we can write: heal */
 			if (agree[d] && r->dist[d] < s->n)
@@ -1178,8 +1271,8 @@ cn_err cn_ec_open(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m,
 	return cn_ec_open_version(s, vol, key, NULL, m, out);
 }
 
-cn_err cn_ec_open_version(cn_ec_set *s, const char *vol, const char *key, const char *vid,
-                          cn_ec_meta *m, cn_ec_reader **out)
+static cn_err open_version(cn_ec_set *s, const char *vol, const char *key, const char *vid,
+                           bool full, cn_ec_meta *m, cn_ec_reader **out)
 {
 	cn_ec_reader *r = calloc(1, sizeof *r);
 	if (!r)
@@ -1190,7 +1283,7 @@ cn_err cn_ec_open_version(cn_ec_set *s, const char *vol, const char *key, const 
 	snprintf(r->vid, sizeof r->vid, "%s", vid ? vid : "");
 	cn_err e = r->vol && r->key ? CN_OK : CN_ERR_NOMEM;
 	if (!e)
-		e = coded(s) ? open_coded(r, vid, m) : open_plain(r, vid, m);
+		e = coded(s) ? open_coded(r, vid, full, m) : open_plain(r, vid, m);
 	if (e) {
 		cn_ec_reader_close(r);
 		cn_ec_meta_fini(m);
@@ -1198,6 +1291,12 @@ cn_err cn_ec_open_version(cn_ec_set *s, const char *vol, const char *key, const 
 	}
 	*out = r;
 	return CN_OK;
+}
+
+cn_err cn_ec_open_version(cn_ec_set *s, const char *vol, const char *key, const char *vid,
+                          cn_ec_meta *m, cn_ec_reader **out)
+{
+	return open_version(s, vol, key, vid, false, m, out);
 }
 
 bool cn_ec_reader_degraded(const cn_ec_reader *r)
@@ -1311,7 +1410,7 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 	cn_ec_meta m;
 	cn_ec_meta_init(&m);
 	cn_ec_reader *r = NULL;
-	cn_err e = cn_ec_open_version(s, vol, key, vid, &m, &r);
+	cn_err e = open_version(s, vol, key, vid, true, &m, &r);
 	if (e) {
 		cn_ec_meta_fini(&m);
 		return e;

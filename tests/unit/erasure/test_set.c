@@ -3,6 +3,7 @@
  * read back byte-exact with up to M drives' data gone or corrupt (and failing cleanly with
  * more), ranges across blocks, multipart-shaped versions, and healing that restores every
  * damaged drive's shards (checked by reading with the OTHER drives gone). */
+#include "erasure/codec.h"
 #include "erasure/erasure.h"
 #include "test.h"
 
@@ -143,21 +144,54 @@ TEST(test_roundtrip_all_shapes)
 				CHECK_EQ_INT(put(s, key, p, len, inl), CN_OK);
 				CHECK_EQ_INT(check(s, key, p, 0, len, NULL), CN_OK);
 			}
-			/* M drives' copies gone: everything still reads, and says it is degraded */
+			/* M drives' copies gone: everything still reads; a read that met a damaged
+			 * data slot says it is degraded (E7: parity slots are not read when the data
+			 * slots agree), and heal, which reads every slot, finds all M */
 			for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
 				char key[64];
 				snprintf(key, sizeof key, "o%zu", si);
 				if (n >= 8 && si % 2 == 1)
 					continue; /* bounded run time */
-				for (unsigned g = 0; g < m; g++)
+				uint8_t dist[CN_EC_MAX_DRIVES];
+				cn_codec_dist("bkt", key, strlen(key), (unsigned)n, dist);
+				bool data_hit = false;
+				for (unsigned g = 0; g < m; g++) {
 					damage((si + g) % n, key, g % 2 == 1);
+					data_hit |= dist[(si + g) % n] < n - m;
+				}
 				bool deg = false;
 				CHECK_EQ_INT(check(s, key, p, 0, sizes[si], &deg), CN_OK);
-				CHECK(deg);
+				CHECK(deg == data_hit);
+				cn_ec_heal_result hr;
+				CHECK_EQ_INT(cn_ec_heal(s, "bkt", key, NULL, true, &hr), CN_OK);
+				CHECK_EQ_INT(hr.drives_bad, m);
 			}
 			cn_ec_set_free(s);
 		}
 	}
+	free(p);
+}
+
+/* E7: the open reads only the data slots' records; when their shard files then fail, the
+ * reader reads the parity slots' records and rebuilds from them. */
+TEST(test_early_open_falls_back_to_parity)
+{
+	reset(true);
+	cn_ec_set *s = open_set(4, 2);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	size_t len = 3 * MiB + 11;
+	unsigned char *p = pattern(len, 5);
+	CHECK_EQ_INT(put(s, "f", p, len, false), CN_OK);
+	uint8_t dist[CN_EC_MAX_DRIVES];
+	cn_codec_dist("bkt", "f", 1, 4, dist);
+	for (size_t d = 0; d < 4; d++)
+		if (dist[d] < 2)
+			damage(d, "f", true); /* data shards rotten, their records intact */
+	bool deg = false;
+	CHECK_EQ_INT(check(s, "f", p, 0, len, &deg), CN_OK);
+	CHECK(deg);
+	CHECK_EQ_INT(check(s, "f", p, MiB - 3, MiB + 9, NULL), CN_OK);
+	cn_ec_set_free(s);
 	free(p);
 }
 
@@ -366,6 +400,7 @@ int main(void)
 	cn_log_min = CN_LOG_ERROR + 1;
 	snprintf(base, sizeof base, "/tmp/cn_set_test.%d", (int)getpid());
 	RUN(test_roundtrip_all_shapes);
+	RUN(test_early_open_falls_back_to_parity);
 	RUN(test_ranges_and_quorum);
 	RUN(test_heal);
 	RUN(test_debug_read_skip);
