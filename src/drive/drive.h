@@ -45,6 +45,11 @@ typedef cn_err (*cn_drive_walk_fn)(void *ctx, const char *key, size_t keylen, bo
 typedef struct cn_drive_ops {
 	void (*close)(cn_drive *d);
 	cn_err (*info)(cn_drive *d, cn_drive_info *out);
+	/* After the drive's folder was removed and made again, or wiped: point the drive at
+	 * what is at its path now and make its system folders; CN_OK when it is usable (its
+	 * format is the caller's business), CN_ERR_OFFLINE when nothing is there. May be
+	 * NULL (the op). */
+	cn_err (*reopen)(cn_drive *d);
 
 	/* Small system files under the drive's system area (format, bucket config). name is
 	 * a relative path of [a-z0-9._/-] chosen by cairn. write is atomic (tmp + rename)

@@ -129,6 +129,21 @@ static cn_err h_info(cn_drive *dd, cn_drive_info *out)
 	return e;
 }
 
+static bool probe(hdrive *d);
+
+/* Not gated by W2 (bringing a drive back is what it is for); an offline drive that reopens
+ * and passes a probe is online again at once. */
+static cn_err h_reopen(cn_drive *dd)
+{
+	hdrive *d = H(dd);
+	if (!d->in->ops->reopen)
+		return CN_ERR_OFFLINE;
+	cn_err e = d->in->ops->reopen(d->in);
+	if (!e && atomic_load(&d->offline) && probe(d) && atomic_exchange(&d->offline, false))
+		cn_log(CN_LOG_INFO, NULL, "drive %s: back online (re-opened)", d->in->endpoint);
+	return e;
+}
+
 static cn_err h_read_sys(cn_drive *dd, const char *name, size_t max, cn_buf *out)
 {
 	hdrive *d = H(dd);
@@ -372,6 +387,7 @@ static const void *h_sync_group(cn_drive *dd)
 static const cn_drive_ops health_ops = {
 	.close = h_close,
 	.info = h_info,
+	.reopen = h_reopen,
 	.read_sys = h_read_sys,
 	.write_sys = h_write_sys,
 	.remove_sys = h_remove_sys,
@@ -436,10 +452,7 @@ static void *prober(void *arg)
 			continue;
 		}
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		int64_t ns = (int64_t)ts.tv_nsec + (d->cfg.probe_ms % 1000) * 1000000;
-		ts.tv_sec += (time_t)(d->cfg.probe_ms / 1000 + ns / 1000000000);
-		ts.tv_nsec = (long)(ns % 1000000000);
+		cn_deadline_after_ms(d->cfg.probe_ms, &ts);
 		pthread_cond_timedwait(&d->cv, &d->mu, &ts);
 		if (d->stop)
 			break;

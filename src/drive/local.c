@@ -1723,6 +1723,70 @@ static cn_err local_upload_remove(cn_drive *dd, const char *vol, const char *upl
 	return CN_OK;
 }
 
+/* The system folders under the root (made where missing); clean: empty tmp first,
+ * everything in it is garbage from a crash (FORMAT.md §2). */
+static cn_err init_root(local_drive *d, bool clean)
+{
+	cn_err e = CN_OK;
+	static const char *const dirs[] = { SYS_DIR, TMP_DIR, SYS_DIR "/buckets" };
+	for (size_t i = 0; i < 3 && !e; i++)
+		if (mkdirat(d->root_fd, dirs[i], 0755) < 0 && errno != EEXIST)
+			e = map_errno(d, errno, "creating folder", dirs[i]);
+	if (!e && clean) {
+		char **names;
+		size_t n;
+		e = list_dir(d, TMP_DIR, &names, NULL, &n);
+		for (size_t i = 0; i < n && !e; i++) {
+			char p[PATH_CAP];
+			snprintf(p, sizeof p, TMP_DIR "/%s", names[i]);
+			e = remove_path(d, p);
+		}
+		if (n || names)
+			free_names(names, NULL, n);
+	}
+	for (int i = 0; i < TMP_SHARDS && !e; i++) {
+		char p[64];
+		snprintf(p, sizeof p, TMP_DIR "/%02x", i);
+		if (mkdirat(d->root_fd, p, 0755) < 0 && errno != EEXIST)
+			e = map_errno(d, errno, "creating folder", p);
+	}
+	return e;
+}
+
+/* A folder removed under us and made again at the same path (rm -rf + mkdir, a disk
+ * swapped under its mount point): dup3 puts the new folder behind the same descriptor
+ * number, so calls in flight see the old folder or the new one, never a reused number.
+ * A live root only gets its system folders back (contents wiped, folder kept). */
+static cn_err local_reopen(cn_drive *dd)
+{
+	local_drive *d = L(dd);
+	struct stat st;
+	if (fstat(d->root_fd, &st) == 0 && st.st_nlink > 0)
+		return init_root(d, false);
+	int fd = open(d->base.endpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return CN_ERR_OFFLINE; /* not back (never created here: a missing mount stays missing) */
+	syncgroup *g = NULL;
+	if (fstat(fd, &st) < 0 || st.st_nlink == 0 || !(g = group_get(st.st_dev))) {
+		close(fd);
+		return g ? CN_ERR_OFFLINE : CN_ERR_NOMEM;
+	}
+	if (dup3(fd, d->root_fd, O_CLOEXEC) < 0) {
+		cn_err e = map_errno(d, errno, "re-opening", ".");
+		close(fd);
+		group_put(g);
+		return e;
+	}
+	close(fd);
+	if (g == d->sg)
+		group_put(g); /* same filesystem: keep the one reference */
+	else
+		d->sg = g; /* another one: the old group stays (a sync may still be using it) */
+	cn_log(CN_LOG_WARN, NULL, "drive %s: the folder was removed and made again: re-opened",
+	       d->base.endpoint);
+	return init_root(d, true);
+}
+
 static void local_close(cn_drive *dd)
 {
 	local_drive *d = L(dd);
@@ -1734,6 +1798,7 @@ static void local_close(cn_drive *dd)
 static const cn_drive_ops local_ops = {
 	.close = local_close,
 	.info = local_info,
+	.reopen = local_reopen,
 	.read_sys = local_read_sys,
 	.write_sys = local_write_sys,
 	.remove_sys = local_remove_sys,
@@ -1806,30 +1871,7 @@ cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out)
 		free(d);
 		return CN_ERR_NOMEM;
 	}
-	cn_err e = CN_OK;
-	static const char *const dirs[] = { SYS_DIR, TMP_DIR, SYS_DIR "/buckets" };
-	for (size_t i = 0; i < 3 && !e; i++)
-		if (mkdirat(fd, dirs[i], 0755) < 0 && errno != EEXIST)
-			e = map_errno(d, errno, "creating folder", dirs[i]);
-	if (!e) {
-		/* empty tmp: everything in it is garbage from a crash (FORMAT.md §2) */
-		char **names;
-		size_t n;
-		e = list_dir(d, TMP_DIR, &names, NULL, &n);
-		for (size_t i = 0; i < n && !e; i++) {
-			char p[PATH_CAP];
-			snprintf(p, sizeof p, TMP_DIR "/%s", names[i]);
-			e = remove_path(d, p);
-		}
-		if (n || names)
-			free_names(names, NULL, n);
-		for (int i = 0; i < TMP_SHARDS && !e; i++) {
-			char p[64];
-			snprintf(p, sizeof p, TMP_DIR "/%02x", i);
-			if (mkdirat(fd, p, 0755) < 0 && errno != EEXIST)
-				e = map_errno(d, errno, "creating folder", p);
-		}
-	}
+	cn_err e = init_root(d, true);
 	if (e) {
 		local_close(&d->base);
 		return e;

@@ -84,6 +84,11 @@ size_t cn_ec_set_ndrives(const cn_ec_set *s);
 void cn_ec_set_parity(const cn_ec_set *s, unsigned *standard, unsigned *rrs);
 /* Slot i's drive info (CN_ERR_OFFLINE for a refused slot). */
 cn_err cn_ec_set_drive_info(cn_ec_set *s, size_t i, cn_drive_info *out);
+/* Slot i's drive after its folder was removed and made again, or wiped (drive.h
+ * reopen): CN_OK when usable again; CN_ERR_OFFLINE for a refused slot or nothing there. */
+cn_err cn_ec_set_reopen(cn_ec_set *s, size_t i);
+/* The volumes on slot i's drive alone (restoring buckets onto a new drive). */
+cn_err cn_ec_list_vols_at(cn_ec_set *s, size_t i, cn_drive_vol **out, size_t *n);
 /* True when at least read quorum of the set's drives are online. */
 bool cn_ec_set_online(cn_ec_set *s);
 /* Free space of the set: the smallest free space of its online drives times K (for the

@@ -267,6 +267,22 @@ cn_err cn_ec_set_drive_info(cn_ec_set *s, size_t i, cn_drive_info *out)
 	return D(s, i)->ops->info(D(s, i), out);
 }
 
+cn_err cn_ec_set_reopen(cn_ec_set *s, size_t i)
+{
+	if (i >= s->n || !D(s, i) || !D(s, i)->ops->reopen)
+		return CN_ERR_OFFLINE;
+	return D(s, i)->ops->reopen(D(s, i));
+}
+
+cn_err cn_ec_list_vols_at(cn_ec_set *s, size_t i, cn_drive_vol **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (i >= s->n || !D(s, i))
+		return CN_ERR_OFFLINE;
+	return D(s, i)->ops->list_vols(D(s, i), out, n);
+}
+
 bool cn_ec_set_online(cn_ec_set *s)
 {
 	size_t ok = 0;

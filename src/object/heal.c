@@ -12,6 +12,7 @@
  *      find the object). */
 #include "object/object_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ typedef struct cn_obj_healer {
 	pthread_cond_t cv;
 	heal_item q[QUEUE_CAP];
 	size_t head, count;
-	bool stop;
+	bool stop, scan_now;
 	pthread_t qthread, sthread;
 	bool qstarted, sstarted;
 	uint64_t queued, done;
@@ -234,7 +235,7 @@ void cn_obj__heal_enqueue(cn_obj_store *s, const cn_ec_reader *r)
 		h->q[(h->head + h->count) % QUEUE_CAP] = it;
 		h->count++;
 		h->queued++;
-		pthread_cond_signal(&h->cv);
+		pthread_cond_broadcast(&h->cv); /* the scanner waits on it too */
 	}
 	pthread_mutex_unlock(&h->mu);
 	if (!take) {
@@ -242,6 +243,17 @@ void cn_obj__heal_enqueue(cn_obj_store *s, const cn_ec_reader *r)
 		free(it.key);
 		free(it.vid);
 	}
+}
+
+void cn_obj__heal_scan_now(cn_obj_store *s)
+{
+	cn_obj_healer *h = s ? s->healer : NULL;
+	if (!h || !h->sstarted)
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->scan_now = true;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
 }
 
 static void *queue_thread(void *arg)
@@ -278,13 +290,14 @@ static void *scan_thread(void *arg)
 	pthread_mutex_lock(&h->mu);
 	while (!h->stop) {
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		int64_t ns = (int64_t)ts.tv_nsec + (every % 1000) * 1000000;
-		ts.tv_sec += (time_t)(every / 1000 + ns / 1000000000);
-		ts.tv_nsec = (long)(ns % 1000000000);
-		pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+		cn_deadline_after_ms(every, &ts);
+		/* the queue's wake-ups share the condition variable: only the period's end, a
+		 * scan_now or stop ends the wait */
+		while (!h->stop && !h->scan_now && pthread_cond_timedwait(&h->cv, &h->mu, &ts) != ETIMEDOUT)
+			;
 		if (h->stop)
 			break;
+		h->scan_now = false;
 		pthread_mutex_unlock(&h->mu);
 		cn_obj_heal_totals t = { 0 };
 		heal_run run = { .s = s, .throttle = true, .t = &t };

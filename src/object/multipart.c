@@ -909,10 +909,7 @@ static void *janitor(void *arg)
 	pthread_mutex_lock(&s->janitor_mu);
 	while (!s->stopping) {
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		int64_t ns = (int64_t)ts.tv_nsec + (every % 1000) * 1000000;
-		ts.tv_sec += (time_t)(every / 1000 + ns / 1000000000);
-		ts.tv_nsec = (long)(ns % 1000000000);
+		cn_deadline_after_ms(every, &ts);
 		pthread_cond_timedwait(&s->janitor_cv, &s->janitor_mu, &ts);
 		if (s->stopping)
 			break;

@@ -309,11 +309,11 @@ static size_t write_quorum_of(size_t n, unsigned parity)
 	return k + (k == parity);
 }
 
-static void restore_buckets(cn_obj_store *s, const bool *is_new, cn_drive *const *raw);
+static void restore_buckets(cn_obj_store *s, const bool *is_new);
 
 /* Reads, checks and writes the format record of every drive (docs/FORMAT.md §1), refusing
  * drives that belong elsewhere; then checks that every set has quorum. */
-static cn_err format_all(cn_obj_store *s, const cn_err *open_err, cn_drive *const *raw)
+static cn_err format_all(cn_obj_store *s, const cn_err *open_err)
 {
 	size_t total = 0;
 	for (size_t i = 0; i < s->nsets; i++)
@@ -471,7 +471,7 @@ static cn_err format_all(cn_obj_store *s, const cn_err *open_err, cn_drive *cons
 		}
 	}
 	if (!e && !fresh && written)
-		restore_buckets(s, is_new, raw);
+		restore_buckets(s, is_new);
 out:
 	free(f);
 	free(state);
@@ -504,10 +504,9 @@ static void copy_sys(cn_obj_store *s, const bool *is_new, const char *name, cn_b
 
 /* The buckets onto drives formatted into an existing deployment: their folders on every
  * set, and their system files (created_ms, configuration documents) copied from another
- * drive. Objects come back by healing. raw[at] is drive `at` as opened (borrowed from its
- * set, valid while its slot is not refused): the buckets are the union of every old drive's
- * (a set's listing asks one drive, which may be a new one). */
-static void restore_buckets(cn_obj_store *s, const bool *is_new, cn_drive *const *raw)
+ * drive. Objects come back by healing. The buckets are the union of every old drive's (a
+ * set's listing asks one drive, which may be a new one). */
+static void restore_buckets(cn_obj_store *s, const bool *is_new)
 {
 	cn_drive_vol *all = NULL;
 	size_t n = 0;
@@ -515,8 +514,7 @@ static void restore_buckets(cn_obj_store *s, const bool *is_new, cn_drive *const
 	for (size_t d = 0; d < cn_ec_set_ndrives(s->sets[i]); d++, at++) {
 		cn_drive_vol *v;
 		size_t nv;
-		if (is_new[at] || !cn_ec_set_endpoint(s->sets[i], d) || !raw[at] ||
-		    raw[at]->ops->list_vols(raw[at], &v, &nv))
+		if (is_new[at] || cn_ec_list_vols_at(s->sets[i], d, &v, &nv))
 			continue;
 		cn_drive_vol *na = realloc(all, (n + nv + 1) * sizeof *na);
 		if (!na) {
@@ -549,6 +547,129 @@ static void restore_buckets(cn_obj_store *s, const bool *is_new, cn_drive *const
 	free(all);
 	for (size_t i = 0; i < s->nsets && s->cfg.durable; i++)
 		cn_ec_sync(s->sets[i]);
+}
+
+/* --- drive monitor: drives that come back ------------------------------------------------
+ * Every drive_check_ms, each slot of a multi-drive set that answers "offline" or has no
+ * format record is looked at again (drive reopen: the folder removed and made again, or
+ * wiped in place). One that is there and empty is formatted into its slot, gets the
+ * buckets, and a heal scan starts at once, as at start (format_all). A drive that now
+ * holds another slot's or deployment's format is logged once and left alone (refusing a
+ * slot is only safe at start, before requests use its drive). */
+static void check_drives(cn_obj_store *s)
+{
+	size_t total = 0, nnew = 0;
+	for (size_t i = 0; i < s->nsets; i++)
+		total += cn_ec_set_ndrives(s->sets[i]);
+	bool *is_new = calloc(total ? total : 1, sizeof *is_new);
+	if (!is_new)
+		return;
+	for (size_t p = 0, i = 0, at = 0; p < s->npools; p++) {
+		for (size_t k = 0; k < s->pools[p].nsets; k++, i++) {
+			cn_ec_set *set = s->sets[i];
+			size_t n = cn_ec_set_ndrives(set);
+			for (size_t d = 0; d < n; d++, at++) {
+				if (n < 2 || !cn_ec_set_endpoint(set, d))
+					continue;
+				cn_drive_info di;
+				bool online = cn_ec_set_drive_info(set, d, &di) == CN_OK && di.online;
+				cn_buf b;
+				cn_buf_init(&b);
+				cn_err re = online ? cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b) : CN_ERR_OFFLINE;
+				if ((re == CN_ERR_OFFLINE || re == CN_ERR_NOT_FOUND) && cn_ec_set_reopen(set, d) == CN_OK) {
+					b.len = 0;
+					re = cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b);
+				}
+				fmt f;
+				char why[700];
+				if (re == CN_ERR_NOT_FOUND) {
+					cn_err we = format_write(s, set, p, k, d);
+					if (!we && s->cfg.durable)
+						we = cn_ec_sync(set);
+					b.len = 0;
+					if (!we && (we = cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b)) == CN_OK &&
+					    (format_parse(&b, &f) || format_mismatch(s, &f, p, k, d, why, sizeof why)))
+						we = CN_ERR_INVALID;
+					if (we) {
+						cn_log(CN_LOG_ERROR, NULL, "object: drive %s is back but empty and cannot be "
+						       "formatted into pool %zu set %zu slot %zu: %s",
+						       cn_ec_set_endpoint(set, d), p, k, d, cn_err_str(we));
+					} else {
+						cn_log(CN_LOG_WARN, NULL, "drive %s is back and was empty: formatted into "
+						       "pool %zu set %zu slot %zu (it will be healed)",
+						       cn_ec_set_endpoint(set, d), p, k, d);
+						is_new[at] = true;
+						nnew++;
+						s->mon_warned[at] = false;
+					}
+				} else if (re == CN_OK && !s->mon_warned[at] &&
+				           (format_parse(&b, &f) || format_mismatch(s, &f, p, k, d, why, sizeof why))) {
+					cn_log(CN_LOG_ERROR, NULL, "object: drive %s (pool %zu set %zu slot %zu) now holds "
+					       "a format record that is not this slot's; restart to refuse it",
+					       cn_ec_set_endpoint(set, d), p, k, d);
+					s->mon_warned[at] = true;
+				}
+				cn_buf_fini(&b);
+			}
+		}
+	}
+	if (nnew) {
+		pthread_rwlock_wrlock(&s->ns_lock); /* C5: no bucket created or deleted meanwhile */
+		restore_buckets(s, is_new);
+		pthread_rwlock_unlock(&s->ns_lock);
+		cn_obj__heal_scan_now(s);
+	}
+	free(is_new);
+}
+
+static void *monitor_main(void *arg)
+{
+	cn_obj_store *s = arg;
+	int64_t every = s->cfg.drive_check_ms > 0 ? s->cfg.drive_check_ms : 5000;
+	pthread_mutex_lock(&s->mon_mu);
+	while (!s->mon_stop) {
+		struct timespec ts;
+		cn_deadline_after_ms(every, &ts);
+		pthread_cond_timedwait(&s->mon_cv, &s->mon_mu, &ts);
+		if (s->mon_stop)
+			break;
+		pthread_mutex_unlock(&s->mon_mu);
+		check_drives(s);
+		pthread_mutex_lock(&s->mon_mu);
+	}
+	pthread_mutex_unlock(&s->mon_mu);
+	return NULL;
+}
+
+static void monitor_start(cn_obj_store *s)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < s->nsets; i++)
+		total += cn_ec_set_ndrives(s->sets[i]);
+	if (s->cfg.drive_check_ms < 0 || total <= s->nsets) /* off, or one-drive sets only */
+		return;
+	s->mon_warned = calloc(total, sizeof *s->mon_warned);
+	if (!s->mon_warned)
+		return;
+	pthread_mutex_init(&s->mon_mu, NULL);
+	pthread_cond_init(&s->mon_cv, NULL);
+	s->monitor_started = pthread_create(&s->monitor, NULL, monitor_main, s) == 0;
+}
+
+static void monitor_stop(cn_obj_store *s)
+{
+	if (s->monitor_started) {
+		pthread_mutex_lock(&s->mon_mu);
+		s->mon_stop = true;
+		pthread_cond_broadcast(&s->mon_cv);
+		pthread_mutex_unlock(&s->mon_mu);
+		pthread_join(s->monitor, NULL);
+		pthread_mutex_destroy(&s->mon_mu);
+		pthread_cond_destroy(&s->mon_cv);
+		s->monitor_started = false;
+	}
+	free(s->mon_warned);
+	s->mon_warned = NULL;
 }
 
 static cn_err topology_check(const cn_obj_topology *t)
@@ -624,10 +745,8 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 	s->pools = calloc(t->npools, sizeof *s->pools);
 	s->sets = calloc(nsets, sizeof *s->sets);
 	cn_err *open_err = calloc(ndrives, sizeof *open_err);
-	cn_drive **raw = calloc(ndrives, sizeof *raw);
-	if (!s->pools || !s->sets || !open_err || !raw) {
+	if (!s->pools || !s->sets || !open_err) {
 		free(open_err);
-		free(raw);
 		cn_obj_store_close(s);
 		return CN_ERR_NOMEM;
 	}
@@ -654,9 +773,8 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 					if ((open_err[at] = cn_drive_health_wrap(local, &hc, &dv[d])))
 						cn_drive_close(local);
 				}
-				raw[at] = dv[d];
 				if (open_err[at]) {
-					dv[d] = raw[at] = NULL;
+					dv[d] = NULL;
 					cn_log(CN_LOG_ERROR, NULL, "object: drive %s (pool %zu set %zu slot %zu) cannot "
 					       "be opened (%s): offline", path, p, k, d, cn_err_str(open_err[at]));
 				}
@@ -665,7 +783,6 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 			if (e) {
 				for (size_t d = 0; d < ps->set_size; d++)
 					cn_drive_close(dv[d]);
-				memset(raw, 0, ndrives * sizeof *raw);
 				break;
 			}
 			s->nsets++;
@@ -673,9 +790,8 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 		}
 	}
 	if (!e)
-		e = format_all(s, open_err, raw);
+		e = format_all(s, open_err);
 	free(open_err);
-	free(raw);
 	if (e) {
 		cn_obj_store_close(s);
 		return e;
@@ -683,6 +799,7 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 	s->ready = true;
 	cn_obj__janitor_start(s);
 	cn_obj__heal_start(s);
+	monitor_start(s);
 	*out = s;
 	return CN_OK;
 }
@@ -702,6 +819,7 @@ void cn_obj_store_close(cn_obj_store *s)
 {
 	if (!s)
 		return;
+	monitor_stop(s);
 	cn_obj__heal_stop(s);
 	cn_obj__janitor_stop(s);
 	for (size_t i = 0; i < s->nsets; i++)

@@ -27,6 +27,8 @@ typedef struct cn_obj_config {
 	                              (0: the default, 24 h) */
 	int64_t upload_cleanup_ms; /* how often to look for them (0: the default, 1 h) */
 	int64_t heal_scan_ms;      /* background heal scan period (0: 24 h; < 0: never) */
+	int64_t drive_check_ms;    /* how often drives that were removed or wiped are looked
+	                              for again (0: 5 s; < 0: never) */
 } cn_obj_config;
 
 /* A deployment's storage: pools of erasure sets of drive folders, as the cluster layer

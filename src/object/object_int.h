@@ -47,6 +47,13 @@ struct cn_obj_store {
 	bool janitor_started, stopping;
 	pthread_mutex_t janitor_mu;
 	pthread_cond_t janitor_cv;
+	/* drive monitor (object.c): drives removed or wiped and back are formatted into their
+	 * slot; mon_warned[at] remembers a foreign format already logged */
+	pthread_t monitor;
+	bool monitor_started, mon_stop;
+	pthread_mutex_t mon_mu;
+	pthread_cond_t mon_cv;
+	bool *mon_warned;
 };
 
 /* --- routing (object.c): which erasure set holds a key ---------------------------------
@@ -111,6 +118,9 @@ cn_err cn_obj__reader_wrap(cn_obj_store *s, cn_ec_reader *er, cn_ec_meta *m, cn_
 void cn_obj__heal_start(cn_obj_store *s);
 void cn_obj__heal_stop(cn_obj_store *s);
 void cn_obj__heal_enqueue(cn_obj_store *s, const cn_ec_reader *r);
+/* Starts a background scan now (a drive was formatted into its slot); no-op when the
+ * scanner is off. */
+void cn_obj__heal_scan_now(cn_obj_store *s);
 
 /* versions.c: committing a new current version under the bucket's versioning state.
  * Under the key's lock: vprep (reads the current version, picks the new version id into

@@ -187,6 +187,14 @@ int64_t cn_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void cn_deadline_after_ms(int64_t ms, struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	int64_t ns = (int64_t)ts->tv_nsec + (ms % 1000) * 1000000;
+	ts->tv_sec += (time_t)(ms / 1000 + ns / 1000000000);
+	ts->tv_nsec = (long)(ns % 1000000000);
+}
+
 int64_t cn_mono_ms(void)
 {
 	struct timespec ts;

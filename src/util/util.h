@@ -117,6 +117,9 @@ void cn_log(cn_log_level lvl, const char *reqid, const char *fmt, ...)
 /* Time. */
 int64_t cn_now_ms(void);          /* wall clock, ms since epoch */
 int64_t cn_mono_ms(void);         /* monotonic ms */
+/* The CLOCK_REALTIME instant ms from now, for pthread_cond_timedwait. */
+struct timespec;
+void cn_deadline_after_ms(int64_t ms, struct timespec *ts);
 /* Formats: "Tue, 15 Nov 1994 08:12:31 GMT" (IMF-fixdate, 29 chars + NUL) */
 void cn_time_http(int64_t ms, char out[30]);
 /* "2006-01-02T15:04:05.000Z" (24 chars + NUL) */

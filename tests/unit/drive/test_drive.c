@@ -251,6 +251,43 @@ TEST(test_targeted_sync)
 	cn_drive_close(d);
 }
 
+/* reopen: the drive's folder removed and made again, or wiped in place */
+TEST(test_reopen)
+{
+	cn_drive *d = open_fresh(true);
+	cn_drive_info di;
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	CHECK_EQ_INT(put_inline(d, "k", "R1"), CN_OK);
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+	CN_ASSERT(system(cmd) == 0);
+	CHECK_EQ_INT(d->ops->info(d, &di), CN_OK);
+	CHECK(!di.online);
+	CHECK_EQ_INT(d->ops->reopen(d), CN_ERR_OFFLINE); /* nothing there: not created by us */
+	CHECK(!exists("."));
+	CN_ASSERT(mkdir(base, 0755) == 0);
+	CHECK_EQ_INT(d->ops->reopen(d), CN_OK);
+	CHECK_EQ_INT(d->ops->info(d, &di), CN_OK);
+	CHECK(di.online);
+	CHECK(exists(".cairn.sys/tmp/00"));
+	cn_buf b;
+	cn_buf_init(&b);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", 100, &b), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(d->ops->stat_vol(d, "vol", NULL), CN_ERR_NO_BUCKET);
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	CHECK_EQ_INT(put_inline(d, "k", "R2"), CN_OK);
+	CHECK(exists("vol/k/%meta"));
+	CHECK_EQ_INT(d->ops->sync(d), CN_OK);
+	/* wiped in place: the system folders come back */
+	snprintf(cmd, sizeof cmd, "rm -rf %s/.cairn.sys", base);
+	CN_ASSERT(system(cmd) == 0);
+	CHECK_EQ_INT(d->ops->reopen(d), CN_OK);
+	CHECK(exists(".cairn.sys/tmp/3f"));
+	CHECK_EQ_INT(d->ops->write_sys(d, "format", "x", 1), CN_OK);
+	cn_buf_fini(&b);
+	cn_drive_close(d);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -260,6 +297,7 @@ int main(void)
 	RUN(test_sys_and_vols);
 	RUN(test_group_commit);
 	RUN(test_targeted_sync);
+	RUN(test_reopen);
 	char cmd[100];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
 	if (system(cmd) != 0)
