@@ -203,6 +203,9 @@ typedef enum cn_versioning {
 	CN_VERSIONING_SUSPENDED,
 } cn_versioning;
 cn_err cn_obj_get_versioning(cn_obj_store *s, const char *bucket, cn_versioning *out);
+/* The same without checking that the bucket exists, from the per-bucket cache (for reply
+ * headers of requests that already found their object); OFF when it cannot be read. */
+cn_versioning cn_obj_versioning_of(cn_obj_store *s, const char *bucket);
 /* CN_ERR_INVALID for CN_VERSIONING_OFF (a versioned bucket cannot go back). */
 cn_err cn_obj_set_versioning(cn_obj_store *s, const char *bucket, cn_versioning v);
 /* Syntax of a version id given by a client ("null" or what cairn makes). */

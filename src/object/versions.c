@@ -83,6 +83,12 @@ void cn_obj__versioning_forget(cn_obj_store *s, const char *bucket)
 	pthread_mutex_unlock(&s->vs_mu);
 }
 
+cn_versioning cn_obj_versioning_of(cn_obj_store *s, const char *bucket)
+{
+	cn_versioning v = CN_VERSIONING_OFF;
+	return cn_obj__versioning(s, bucket, &v) == CN_OK ? v : CN_VERSIONING_OFF;
+}
+
 cn_err cn_obj_get_versioning(cn_obj_store *s, const char *bucket, cn_versioning *out)
 {
 	cn_err e = cn_obj_head_bucket(s, bucket, NULL);

@@ -907,6 +907,8 @@ static void send_object_headers(cn_s3_req *r, const cn_obj_info *info, bool whol
 	cn_http_resp_header(r->x, "Accept-Ranges", "bytes");
 	if (info->version_id[0])
 		cn_http_resp_header(r->x, "x-amz-version-id", info->version_id);
+	else if (cn_obj_versioning_of(r->store, r->bucket) != CN_VERSIONING_OFF)
+		cn_http_resp_header(r->x, "x-amz-version-id", "null"); /* AWS: the null version */
 }
 
 /* 416 InvalidRange with Content-Range: bytes * /size, which cn_s3_error cannot add; the

@@ -565,3 +565,21 @@ def test_aws_cli_list_object_versions(s3, server, vb, tmp_path):
         ("cli/a", v2, False), ("cli/a", v1, False)]
     assert [(d["Key"], d["VersionId"], d["IsLatest"]) for d in doc["DeleteMarkers"]] == [
         ("cli/a", dm, True)]
+
+
+def test_null_version_named_on_get_and_head(s3):
+    """AWS names the null version on GET/HEAD once the bucket is (or was) versioned: an
+    object written before versioning was enabled, and one written while suspended."""
+    b = unique_bucket("nullvid")
+    s3.create_bucket(Bucket=b)
+    s3.put_object(Bucket=b, Key="old", Body=b"before")
+    assert "VersionId" not in s3.head_object(Bucket=b, Key="old")
+    set_versioning(s3, b, "Enabled")
+    assert s3.head_object(Bucket=b, Key="old")["VersionId"] == "null"
+    assert s3.get_object(Bucket=b, Key="old")["VersionId"] == "null"
+    vid = s3.put_object(Bucket=b, Key="new", Body=b"x")["VersionId"]
+    assert s3.head_object(Bucket=b, Key="new")["VersionId"] == vid != "null"
+    set_versioning(s3, b, "Suspended")
+    s3.put_object(Bucket=b, Key="sus", Body=b"y")
+    assert s3.head_object(Bucket=b, Key="sus")["VersionId"] == "null"
+    assert s3.get_object(Bucket=b, Key="sus", VersionId="null")["VersionId"] == "null"
