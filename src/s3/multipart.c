@@ -1007,6 +1007,8 @@ void cn_s3_complete_multipart(cn_s3_req *r)
 		cn_s3_error_from(r, e);
 		goto done;
 	}
+	if (!cn_s3_write_conditions(r))
+		goto done; /* the upload stays: AWS lets the client complete it otherwise */
 	c.r = r;
 	c.doc = &d;
 	c.algo = upload_algo(&u, &c.full_object);

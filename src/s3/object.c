@@ -457,9 +457,8 @@ int cn_s3_eval_conditions(const char *if_match, const char *if_unmod, const char
 
 static void copy_object(cn_s3_req *r, const char *src);
 
-/* Conditional writes (If-None-Match: * / If-Match): checked against the current version
- * before the body is read. Not atomic with the commit. Returns false after an error. */
-static bool put_conditions(cn_s3_req *r)
+/* s3_int.h; PutObject checks them before the body is read. */
+bool cn_s3_write_conditions(cn_s3_req *r)
 {
 	const char *inm = cn_s3_header(r, "if-none-match");
 	const char *im = cn_s3_header(r, "if-match");
@@ -520,7 +519,7 @@ void cn_s3_put_object(cn_s3_req *r)
 	}
 	meta_init(r, &m, r->h->nheaders + 4);
 	if (!collect_request_meta(r, &m) || !cn_s3_parse_content_md5(r, &c) ||
-	    !cn_s3_setup_checksum(r, &c) || !put_conditions(r))
+	    !cn_s3_setup_checksum(r, &c) || !cn_s3_write_conditions(r))
 		goto done;
 	const char *tags;
 	if (!cn_s3_tagging_from_request(r, &tags))

@@ -139,6 +139,11 @@ bool cn_s3_parse_copy_source(cn_s3_req *r, const char *src, char **bucket, char 
 int cn_s3_eval_conditions(const char *if_match, const char *if_unmod, const char *if_none,
                           const char *if_mod, const cn_obj_info *info, int not_modified);
 
+/* Conditional writes (If-None-Match / If-Match on PutObject and CompleteMultipartUpload)
+ * checked against the key's current version; not atomic with the commit. False after
+ * sending the error (412 PreconditionFailed, 404 NoSuchKey for If-Match on no key). */
+bool cn_s3_write_conditions(cn_s3_req *r);
+
 /* Small helpers shared by the handlers (s3.c). */
 /* The owner ID reported in listings and ACLs: hex SHA-256 of the root access key. */
 void cn_s3_owner_id(const cn_s3_req *r, char out[65]);

@@ -655,3 +655,35 @@ def test_thousand_full_size_parts_complete(s3, bucket):
     g = s3.get_object(Bucket=bucket, Key="full1000", Range=f"bytes={500 * MIN - 5}-{500 * MIN + 4}")
     assert g["Body"].read() == blocks[500 % 4][-5:] + blocks[501 % 4][:5]
     s3.delete_object(Bucket=bucket, Key="full1000")
+
+
+def test_complete_conditional_write(s3, bucket):
+    """If-None-Match: * on CompleteMultipartUpload (AWS conditional writes): 412 when the
+    key exists, and the upload stays completable; If-Match with the current ETag passes."""
+    hdrs = {}
+
+    def add_headers(request, **_):
+        for k, v in hdrs.items():
+            request.headers[k] = v
+
+    s3.meta.events.register("before-sign.s3.CompleteMultipartUpload", add_headers)
+    try:
+        s3.put_object(Bucket=bucket, Key="cond", Body=b"already")
+        uid, parts = upload_all(s3, bucket, "cond", [b"new body"])
+        hdrs["If-None-Match"] = "*"
+        with pytest.raises(ClientError) as e:
+            complete(s3, bucket, "cond", uid, parts)
+        assert err_code(e.value) == ("PreconditionFailed", 412)
+        assert s3.get_object(Bucket=bucket, Key="cond")["Body"].read() == b"already"
+        old = s3.head_object(Bucket=bucket, Key="cond")["ETag"]
+        hdrs.clear()
+        hdrs["If-Match"] = old
+        complete(s3, bucket, "cond", uid, parts)
+        assert s3.get_object(Bucket=bucket, Key="cond")["Body"].read() == b"new body"
+        uid, parts = upload_all(s3, bucket, "cond-new", [b"fresh"])
+        hdrs.clear()
+        hdrs["If-None-Match"] = "*"
+        complete(s3, bucket, "cond-new", uid, parts)
+        assert s3.get_object(Bucket=bucket, Key="cond-new")["Body"].read() == b"fresh"
+    finally:
+        s3.meta.events.unregister("before-sign.s3.CompleteMultipartUpload", add_headers)
