@@ -888,12 +888,24 @@ static void send_object_headers(cn_s3_req *r, const cn_obj_info *info, bool whol
 		if (v)
 			cn_http_resp_header(r->x, stored_headers[i], v);
 	}
+	const char *ck_value = NULL;
 	for (size_t i = 0; i < info->nmeta; i++) {
 		const char *n = info->meta[i].name, *v = info->meta[i].value;
+		bool is_ck = ck && cn_cksum_from_header(cn_str_c(n)) != CN_CKSUM_NONE;
+		if (is_ck)
+			ck_value = v;
 		if (!strncmp(n, META_PREFIX, META_PREFIX_LEN) ||
-		    !strcmp(n, "x-amz-website-redirect-location") ||
-		    (ck && cn_cksum_from_header(cn_str_c(n)) != CN_CKSUM_NONE))
+		    !strcmp(n, "x-amz-website-redirect-location") || is_ck)
 			cn_http_resp_header(r->x, n, v);
+	}
+	if (ck_value) {
+		/* AWS sends the checksum's type with it: the one chosen at CreateMultipartUpload,
+		 * else COMPOSITE for a checksum of part checksums ("...-N"), else FULL_OBJECT */
+		const char *t = cn_obj_info_get(info, "x-amz-checksum-type");
+		const char *dash = strrchr(ck_value, '-');
+		if (!t)
+			t = dash && dash[1] >= '0' && dash[1] <= '9' ? "COMPOSITE" : "FULL_OBJECT";
+		cn_http_resp_header(r->x, "x-amz-checksum-type", t);
 	}
 	const char *sc = cn_obj_info_get(info, "x-amz-storage-class");
 	if (!sc)

@@ -340,6 +340,9 @@ def test_composite_crc32_checksum(s3, bucket, server):
     assert r["ChecksumCRC32"] == want
     h = s3.head_object(Bucket=bucket, Key="ck", ChecksumMode="ENABLED")
     assert h["ChecksumCRC32"] == want
+    assert h["ResponseMetadata"]["HTTPHeaders"]["x-amz-checksum-type"] == "COMPOSITE"
+    plain = s3.head_object(Bucket=bucket, Key="ck")["ResponseMetadata"]["HTTPHeaders"]
+    assert "x-amz-checksum-type" not in plain and "x-amz-checksum-crc32" not in plain
     g = s3.get_object(Bucket=bucket, Key="ck", ChecksumMode="ENABLED")
     assert g["Body"].read() == a + b
 
@@ -385,6 +388,7 @@ def _raw_full_object(server, bucket, key, algo, header, fn, datas):
     assert root.find(S3NS + "ChecksumType").text == "FULL_OBJECT"
     h = raw(server, "HEAD", qpath(bucket, key), headers={"x-amz-checksum-mode": "ENABLED"})
     assert h.headers.get(header) == whole
+    assert h.headers.get("x-amz-checksum-type") == "FULL_OBJECT"
 
 
 def test_full_object_crc32(server, bucket):
