@@ -1119,6 +1119,20 @@ static bool read_shard(cn_ec_reader *r, size_t p, size_t b, size_t d, size_t sl,
 	return true;
 }
 
+/* Slot d holds the chosen version (record m): it is good, serves its shard index, and
+ * its inline stream (if any) moves into the reader. */
+static void reader_take_slot(cn_ec_reader *r, size_t d, cn_ec_meta *m)
+{
+	r->good[d] = true;
+	if (r->dist[d] < r->s->n)
+		r->slot_of[r->dist[d]] = (int8_t)d;
+	if (m->has_inline) {
+		r->inl[d] = m->inline_data;
+		r->inl_len[d] = m->inline_len;
+		m->inline_data = NULL;
+	}
+}
+
 /* E7: reads the records of the slots an early-out open skipped; those that hold the chosen
  * version become good (their inline streams taken), others mark the object degraded.
  * Returns whether any slot became good. */
@@ -1134,14 +1148,8 @@ static bool reader_complete(cn_ec_reader *r)
 		cn_ec_meta_init(&m);
 		cn_err e = read_one(s, d, r->vid[0] ? REC_VERSION : REC_CURRENT, r->vol, r->key,
 		                    r->vid[0] ? r->vid : NULL, false, &m);
-		if (!e && rec_identity(&m) == r->ident && r->dist[d] < s->n) {
-			r->good[d] = true;
-			r->slot_of[r->dist[d]] = (int8_t)d;
-			if (m.has_inline) {
-				r->inl[d] = m.inline_data;
-				r->inl_len[d] = m.inline_len;
-				m.inline_data = NULL;
-			}
+		if (!e && rec_identity(&m) == r->ident) {
+			reader_take_slot(r, d, &m);
 			more = true;
 		} else if (e == CN_ERR_OFFLINE) {
 			r->offline[d] = true;
@@ -1237,17 +1245,11 @@ static cn_err open_coded(cn_ec_reader *r, const char *vid, bool full, cn_ec_meta
 		for (size_t j = 0; j < s->n; j++)
 			r->slot_of[j] = -1;
 		for (size_t d = 0; d < s->n; d++) {
-			r->good[d] = agree[d];
 			r->offline[d] = errs[d] == CN_ERR_OFFLINE && !r->unread[d];
 			if (!agree[d] && errs[d] != CN_ERR_OFFLINE)
 				r->degraded = true; /* missing or stale record on a drive we can write: heal */
-			if (agree[d] && r->dist[d] < s->n)
-				r->slot_of[r->dist[d]] = (int8_t)d;
-			if (agree[d] && ms[d].has_inline) {
-				r->inl[d] = ms[d].inline_data;
-				r->inl_len[d] = ms[d].inline_len;
-				ms[d].inline_data = NULL;
-			}
+			if (agree[d])
+				reader_take_slot(r, d, &ms[d]);
 		}
 		if (!c->has_inline)
 			e = reader_parts(r, c);

@@ -311,13 +311,36 @@ static size_t write_quorum_of(size_t n, unsigned parity)
 
 static void restore_buckets(cn_obj_store *s, const bool *is_new);
 
-/* Reads, checks and writes the format record of every drive (docs/FORMAT.md §1), refusing
- * drives that belong elsewhere; then checks that every set has quorum. */
-static cn_err format_all(cn_obj_store *s, const cn_err *open_err)
+static size_t total_drives(const cn_obj_store *s)
 {
 	size_t total = 0;
 	for (size_t i = 0; i < s->nsets; i++)
 		total += cn_ec_set_ndrives(s->sets[i]);
+	return total;
+}
+
+/* Slot (p, k, d)'s format record: read (unless b already holds it), parsed into *f and
+ * checked against the slot; CN_ERR_INVALID when it names another slot or deployment. */
+static cn_err format_check(cn_obj_store *s, cn_ec_set *set, size_t p, size_t k, size_t d,
+                           cn_buf *b, bool read, fmt *f)
+{
+	char why[700];
+	if (read) {
+		b->len = 0;
+		cn_err e = cn_ec_read_sys(set, d, "format", FORMAT_MAX, b);
+		if (e)
+			return e;
+	}
+	if (format_parse(b, f) || format_mismatch(s, f, p, k, d, why, sizeof why))
+		return CN_ERR_INVALID;
+	return CN_OK;
+}
+
+/* Reads, checks and writes the format record of every drive (docs/FORMAT.md §1), refusing
+ * drives that belong elsewhere; then checks that every set has quorum. */
+static cn_err format_all(cn_obj_store *s, const cn_err *open_err)
+{
+	size_t total = total_drives(s);
 	fmt *f = calloc(total, sizeof *f);
 	unsigned char *state = calloc(total, 1);
 	cn_err *why_err = calloc(total, sizeof *why_err);
@@ -426,9 +449,7 @@ static cn_err format_all(cn_obj_store *s, const cn_err *open_err)
 				cn_buf b;
 				cn_buf_init(&b);
 				fmt g;
-				char why[700];
-				if (cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b) || format_parse(&b, &g) ||
-				    format_mismatch(s, &g, p, k, d, why, sizeof why)) {
+				if (format_check(s, set, p, k, d, &b, true, &g)) {
 					cn_log(CN_LOG_ERROR, NULL, "object: drive %s refused for pool %zu set %zu slot "
 					       "%zu: its new format record does not read back as this slot (is the "
 					       "same drive given twice?)", cn_ec_set_endpoint(set, d), p, k, d);
@@ -558,9 +579,7 @@ static void restore_buckets(cn_obj_store *s, const bool *is_new)
  * slot is only safe at start, before requests use its drive). */
 static void check_drives(cn_obj_store *s)
 {
-	size_t total = 0, nnew = 0;
-	for (size_t i = 0; i < s->nsets; i++)
-		total += cn_ec_set_ndrives(s->sets[i]);
+	size_t total = total_drives(s), nnew = 0;
 	bool *is_new = calloc(total ? total : 1, sizeof *is_new);
 	if (!is_new)
 		return;
@@ -581,15 +600,12 @@ static void check_drives(cn_obj_store *s)
 					re = cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b);
 				}
 				fmt f;
-				char why[700];
 				if (re == CN_ERR_NOT_FOUND) {
 					cn_err we = format_write(s, set, p, k, d);
 					if (!we && s->cfg.durable)
 						we = cn_ec_sync(set);
-					b.len = 0;
-					if (!we && (we = cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b)) == CN_OK &&
-					    (format_parse(&b, &f) || format_mismatch(s, &f, p, k, d, why, sizeof why)))
-						we = CN_ERR_INVALID;
+					if (!we)
+						we = format_check(s, set, p, k, d, &b, true, &f);
 					if (we) {
 						cn_log(CN_LOG_ERROR, NULL, "object: drive %s is back but empty and cannot be "
 						       "formatted into pool %zu set %zu slot %zu: %s",
@@ -603,7 +619,7 @@ static void check_drives(cn_obj_store *s)
 						s->mon_warned[at] = false;
 					}
 				} else if (re == CN_OK && !s->mon_warned[at] &&
-				           (format_parse(&b, &f) || format_mismatch(s, &f, p, k, d, why, sizeof why))) {
+				           format_check(s, set, p, k, d, &b, false, &f)) {
 					cn_log(CN_LOG_ERROR, NULL, "object: drive %s (pool %zu set %zu slot %zu) now holds "
 					       "a format record that is not this slot's; restart to refuse it",
 					       cn_ec_set_endpoint(set, d), p, k, d);
@@ -643,9 +659,7 @@ static void *monitor_main(void *arg)
 
 static void monitor_start(cn_obj_store *s)
 {
-	size_t total = 0;
-	for (size_t i = 0; i < s->nsets; i++)
-		total += cn_ec_set_ndrives(s->sets[i]);
+	size_t total = total_drives(s);
 	if (s->cfg.drive_check_ms < 0 || total <= s->nsets) /* off, or one-drive sets only */
 		return;
 	s->mon_warned = calloc(total, sizeof *s->mon_warned);

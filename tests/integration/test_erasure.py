@@ -397,3 +397,30 @@ def test_removed_drive_formatted_when_it_reappears(need_multi_drive, drive_serve
     srv.start()
     s3 = make_client(srv)
     check_all(s3, b, objs, ranges=False)
+
+
+def test_reappearing_drive_with_another_slots_format_is_left_alone(need_multi_drive, drive_server,
+                                                                   root):
+    """A drive folder that comes back holding another slot's format (a copy of drive 3 put
+    in drive 2's place) is not formatted over: logged once, its format untouched, and the
+    objects still read."""
+    import time
+    n = 4
+    srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
+    s3 = make_client(srv)
+    b = unique_bucket("foreign")
+    s3.create_bucket(Bucket=b)
+    objs = put_all(s3, b, seed=12)
+    drives = drive_dirs(root, n)
+    shutil.rmtree(drives[1])
+    shutil.copytree(drives[2], drives[1], symlinks=True)
+    want = f"drive {drives[1]} (pool 0 set 0 slot 1) now holds a format record that is not this slot's"
+    deadline = time.time() + 30
+    while time.time() < deadline and want not in open(srv.log_path).read():
+        time.sleep(0.5)
+    log = open(srv.log_path).read()
+    assert log.count(want) == 1, log[-3000:]
+    assert "drive 2\n" in open(os.path.join(drives[1], ".cairn.sys", "format")).read()
+    check_all(s3, b, objs, ranges=False)
+    time.sleep(6)  # another check: still logged only once
+    assert open(srv.log_path).read().count(want) == 1
