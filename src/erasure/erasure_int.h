@@ -1,7 +1,12 @@
 /* erasure_int.h: private to the erasure module — the record cache.
  *
- * The record cache keeps recently read metadata records (which hold small objects' bytes
- * inline) in memory, so a GET of a small object needs no open/read/close of its record.
+ * The record cache keeps recently read current records (which hold small objects' bytes
+ * inline) in memory, keyed by (drive slot, bucket, key), so a GET needs no open/read/close
+ * of the records it reads (one per data drive on an erasure set). Entries are the records'
+ * bytes as read: every hit is decoded and its inline shard hashes verified as a drive read
+ * would be. A hit does not see what changed on the drive behind the server's back (a byte
+ * flipped, a folder removed); the heal paths therefore never read through the cache, and a
+ * drive coming back or being re-formatted clears its set's cache.
  * All writes of records go through this module (commit, delete), which invalidates the
  * entry after changing the drives; coherence rests on two rules:
  *  R1. A writer invalidates AFTER its renames/unlinks are done (under the object layer's
@@ -9,8 +14,9 @@
  *  R2. A reader takes the slot's generation BEFORE reading the drives and inserts only if
  *      the generation is unchanged, so a record read before a concurrent commit can never
  *      be inserted after that commit's invalidation.
- * Direct-mapped slots (a collision evicts), striped mutexes, a global byte budget: when it
- * is spent, nothing more is inserted until evictions free room. */
+ * 4-way buckets (an insert into a full bucket evicts its least recently used entry),
+ * striped mutexes, a global byte budget: when it is spent, an insert only replaces an
+ * entry of its own bucket. R2's generation is per bucket. */
 #ifndef CN_ERASURE_INT_H
 #define CN_ERASURE_INT_H
 
@@ -20,12 +26,14 @@ typedef struct cn_rcache cn_rcache;
 /* budget 0 disables the cache (every call becomes a no-op / miss). */
 cn_err cn_rcache_new(size_t budget_bytes, size_t max_record, cn_rcache **out);
 void cn_rcache_free(cn_rcache *c);
-/* Hit: copies the record into out (replacing its contents) and returns true.
+/* Hit: copies drive slot `drive`'s record into out (replacing its contents), returns true.
  * Miss: returns false and sets *gen for a later cn_rcache_put (R2). */
-bool cn_rcache_get(cn_rcache *c, const char *vol, const char *key, cn_buf *out, uint64_t *gen);
-void cn_rcache_put(cn_rcache *c, const char *vol, const char *key, const void *rec, size_t len,
-                   uint64_t gen);
-void cn_rcache_invalidate(cn_rcache *c, const char *vol, const char *key);
+bool cn_rcache_get(cn_rcache *c, unsigned drive, const char *vol, const char *key, cn_buf *out,
+                   uint64_t *gen);
+void cn_rcache_put(cn_rcache *c, unsigned drive, const char *vol, const char *key, const void *rec,
+                   size_t len, uint64_t gen);
+/* Invalidates the key's entries of slots 0..ndrives-1 (R1). */
+void cn_rcache_invalidate(cn_rcache *c, unsigned ndrives, const char *vol, const char *key);
 /* Drops every entry (bucket deletion). */
 void cn_rcache_clear(cn_rcache *c);
 /* Counters for tests and metrics. */

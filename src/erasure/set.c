@@ -50,7 +50,7 @@ struct cn_ec_set {
 	int k, m;                           /* STANDARD */
 	int m_rrs;                          /* REDUCED_REDUNDANCY parity */
 	cn_codec *codec, *codec_rrs;        /* NULL for the plain (one drive) set */
-	cn_rcache *rc;                      /* record cache (erasure_int.h), plain sets only */
+	cn_rcache *rc;                      /* record cache (erasure_int.h); NULL: disabled */
 	size_t read_skip;                   /* benchmarks: reads treat slots 0..read_skip-1 as
 	                                       offline (CAIRN_DEBUG_READ_OFFLINE_SLOTS) */
 };
@@ -190,13 +190,12 @@ cn_err cn_ec_set_new(cn_drive **drives, size_t ndrives, unsigned parity, unsigne
 		e = cn_codec_new((unsigned)s->k, parity, &s->codec);
 		if (!e && parity_rrs != parity)
 			e = cn_codec_new((unsigned)(ndrives - parity_rrs), parity_rrs, &s->codec_rrs);
-	} else {
-		/* CAIRN_RECORD_CACHE_MB (default 64; 0 disables): records up to 160 KiB */
-		const char *mb = getenv("CAIRN_RECORD_CACHE_MB");
-		size_t budget = (mb ? (size_t)strtoul(mb, NULL, 10) : 64) << 20;
-		if (cn_rcache_new(budget, 160 * 1024, &s->rc) != CN_OK)
-			s->rc = NULL;
 	}
+	/* CAIRN_RECORD_CACHE_MB per set (default 64; 0 disables): records up to 160 KiB */
+	const char *mb = getenv("CAIRN_RECORD_CACHE_MB");
+	size_t budget = (mb ? (size_t)strtoul(mb, NULL, 10) : 64) << 20;
+	if (!e && cn_rcache_new(budget, 160 * 1024, &s->rc) != CN_OK)
+		s->rc = NULL;
 	if (e) {
 		cn_codec_free(s->codec);
 		free(s);
@@ -271,7 +270,9 @@ cn_err cn_ec_set_reopen(cn_ec_set *s, size_t i)
 {
 	if (i >= s->n || !D(s, i) || !D(s, i)->ops->reopen)
 		return CN_ERR_OFFLINE;
-	return D(s, i)->ops->reopen(D(s, i));
+	cn_err e = D(s, i)->ops->reopen(D(s, i));
+	cn_rcache_clear(s->rc); /* the drive's records may all have changed */
+	return e;
 }
 
 cn_err cn_ec_list_vols_at(cn_ec_set *s, size_t i, cn_drive_vol **out, size_t *n)
@@ -601,7 +602,7 @@ static cn_err commit(cn_ec_set *s, const char *tmp_id, const char *data_id, cons
 		fill_erasure_kd(m, k, mm, dist, s->n, i);
 		errs[i] = commit_slot(s, i, tmp_id, data_id, vol, key, m, &rec);
 	}
-	cn_rcache_invalidate(s->rc, vol, key); /* R1: after the renames */
+	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* R1: after the renames */
 	if (added_part) {
 		m->parts = NULL;
 		m->nparts = 0;
@@ -713,6 +714,7 @@ cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec
 		m->inline_len = slen[d];
 		errs[d] = commit_slot(s, d, tmp_id, NULL, vol, key, m, &rec);
 	}
+	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* R1: after the renames */
 	m->inline_data = whole;
 	m->inline_len = whole_len;
 	if (added_part) {
@@ -765,14 +767,17 @@ static uint64_t rec_identity(const cn_ec_meta *m)
 
 typedef enum rec_kind { REC_CURRENT, REC_VERSION, REC_UPLOAD } rec_kind;
 
+/* Reads drive d's record. cache: through the record cache (current records only; never
+ * for heal, which must see the drives as they are: erasure_int.h). */
 static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, const char *key,
-                       const char *name, bool skip_inline, cn_ec_meta *m)
+                       const char *name, bool skip_inline, bool cache, cn_ec_meta *m)
 {
 	cn_buf rec;
 	cn_buf_init(&rec);
 	uint64_t gen = 0;
-	bool cached = kind == REC_CURRENT && !coded(s) && cn_rcache_get(s->rc, vol, key, &rec, &gen);
 	cn_drive *dr = D(s, d);
+	cache = cache && kind == REC_CURRENT && dr && d >= s->read_skip;
+	bool cached = cache && cn_rcache_get(s->rc, (unsigned)d, vol, key, &rec, &gen);
 	cn_err e;
 	if (cached)
 		e = CN_OK;
@@ -788,12 +793,12 @@ static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
 		e = CN_ERR_CORRUPT;
 	if (!e) {
 		e = cn_ec_meta_decode(rec.p, rec.len, skip_inline, m);
-		if (!e && !cached && kind == REC_CURRENT && !coded(s))
-			cn_rcache_put(s->rc, vol, key, rec.p, rec.len, gen); /* R2 */
 		if (!e && coded(s) && (m->ndist != s->n || m->index != d)) {
 			cn_ec_meta_fini(m);
 			e = CN_ERR_CORRUPT; /* a record of another slot or layout */
 		}
+		if (!e && cache && !cached)
+			cn_rcache_put(s->rc, (unsigned)d, vol, key, rec.p, rec.len, gen); /* R2 */
 		if (e == CN_ERR_CORRUPT)
 			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt record of %s/%s%s%s",
 			       dr ? dr->endpoint : "?", vol, key, name ? " " : "", name ? name : "");
@@ -856,7 +861,7 @@ static cn_err read_quorum_recs(cn_ec_set *s, rec_kind kind, const char *vol, con
 		size_t d = order[i];
 		if (unread)
 			unread[d] = false;
-		errs[d] = read_one(s, d, kind, vol, key, name, skip_inline, &ms[d]);
+		errs[d] = read_one(s, d, kind, vol, key, name, skip_inline, unread != NULL, &ms[d]);
 		if (errs[d])
 			continue;
 		ids[d] = rec_identity(&ms[d]);
@@ -911,7 +916,7 @@ static cn_err read_rec(cn_ec_set *s, rec_kind kind, const char *vol, const char 
                        const char *name, bool skip_inline, cn_ec_meta *m)
 {
 	if (!coded(s))
-		return read_one(s, 0, kind, vol, key, name, skip_inline, m);
+		return read_one(s, 0, kind, vol, key, name, skip_inline, true, m);
 	cn_ec_meta ms[CN_EC_MAX_DRIVES];
 	bool agree[CN_EC_MAX_DRIVES];
 	size_t pick = 0;
@@ -941,7 +946,7 @@ cn_err cn_ec_delete_meta(cn_ec_set *s, const char *vol, const char *key)
 	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++)
 		errs[i] = D(s, i) ? D(s, i)->ops->delete_meta(D(s, i), vol, key) : CN_ERR_OFFLINE;
-	cn_rcache_invalidate(s->rc, vol, key); /* R1 */
+	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* R1 */
 	size_t ok = 0;
 	for (size_t i = 0; i < s->n; i++) /* a drive that never had it agrees */
 		ok += errs[i] == CN_OK;
@@ -1031,8 +1036,8 @@ static cn_err open_plain(cn_ec_reader *r, const char *vid, cn_ec_meta *m)
 	cn_err e = CN_OK;
 	for (int tries = 0; tries < OPEN_RETRIES; tries++) {
 		cn_ec_meta_fini(m);
-		if ((e = vid ? read_one(s, 0, REC_VERSION, r->vol, r->key, vid, false, m)
-		             : read_one(s, 0, REC_CURRENT, r->vol, r->key, NULL, false, m)))
+		if ((e = vid ? read_one(s, 0, REC_VERSION, r->vol, r->key, vid, false, false, m)
+		             : read_one(s, 0, REC_CURRENT, r->vol, r->key, NULL, false, true, m)))
 			break;
 		r->size = m->size;
 		if (m->has_inline) {
@@ -1147,7 +1152,7 @@ static bool reader_complete(cn_ec_reader *r)
 		cn_ec_meta m;
 		cn_ec_meta_init(&m);
 		cn_err e = read_one(s, d, r->vid[0] ? REC_VERSION : REC_CURRENT, r->vol, r->key,
-		                    r->vid[0] ? r->vid : NULL, false, &m);
+		                    r->vid[0] ? r->vid : NULL, false, false, &m);
 		if (!e && rec_identity(&m) == r->ident) {
 			reader_take_slot(r, d, &m);
 			more = true;
@@ -1582,7 +1587,7 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 		if (bad[d] && D(s, d))
 			D(s, d)->ops->abort_tmp(D(s, d), tmp_id);
 	cn_buf_fini(&rec);
-	cn_rcache_invalidate(s->rc, vol, key);
+	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key);
 	for (size_t d = 0; d < n; d++)
 		free(streams[d]);
 	free(shards);
@@ -1628,7 +1633,7 @@ cn_err cn_ec_version_promote(cn_ec_set *s, const char *vol, const char *key, con
 	cn_err errs[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++)
 		errs[i] = D(s, i) ? D(s, i)->ops->version_promote(D(s, i), vol, key, vid) : CN_ERR_OFFLINE;
-	cn_rcache_invalidate(s->rc, vol, key); /* R1: the current record changed */
+	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* R1: the current record changed */
 	return reduce_quorum(errs, s->n, write_quorum(s));
 }
 
@@ -1649,7 +1654,8 @@ static cn_err rewrite_meta(cn_ec_set *s, const char *vol, const char *key, const
 		}
 		if (coded(s)) {
 			/* this drive's own record of the same version */
-			errs[d] = read_one(s, d, vid ? REC_VERSION : REC_CURRENT, vol, key, vid, false, &own);
+			errs[d] = read_one(s, d, vid ? REC_VERSION : REC_CURRENT, vol, key, vid, false, false,
+			                   &own);
 			if (!errs[d]) {
 				cn_kv *mm = own.meta;
 				size_t nm = own.nmeta;
@@ -1677,7 +1683,7 @@ static cn_err rewrite_meta(cn_ec_set *s, const char *vol, const char *key, const
 		}
 		cn_ec_meta_fini(&own);
 	}
-	cn_rcache_invalidate(s->rc, vol, key);
+	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key);
 	cn_buf_fini(&rec);
 	return reduce_quorum(errs, s->n, write_quorum(s));
 }

@@ -65,6 +65,13 @@ def http_get(url, timeout=5, headers=None):
         return e.code, e.headers, e.read()
 
 
+# CAIRN_TEST_DRIVES=N runs the suite's default server over N drives (Server.default_folders);
+# tests about the one-drive layout itself (its folders on disk, `admin info`'s one drive)
+# carry this mark.
+one_drive_layout = pytest.mark.skipif(int(os.environ.get("CAIRN_TEST_DRIVES", "1")) > 1,
+                                      reason="about the one-drive layout (CAIRN_TEST_DRIVES > 1)")
+
+
 class Server:
     """One cairn server process on 127.0.0.1:<random port> over root/data."""
 
@@ -87,6 +94,12 @@ class Server:
         self.expected_running = False
         self.starts = 0
         _ALL_SERVERS.append(self)
+
+    def default_folders(self):
+        """The one data_dir; with CAIRN_TEST_DRIVES=N (N > 1), N drive folders under it (one
+        erasure set), so the whole suite can run over the erasure-coded path."""
+        n = int(os.environ.get("CAIRN_TEST_DRIVES", "1"))
+        return [self.data_dir] if n <= 1 else [os.path.join(self.data_dir, f"d{{1...{n}}}")]
 
     @property
     def endpoint(self):
@@ -111,7 +124,7 @@ class Server:
             self.starts += 1
             self.log_path = os.path.join(self.log_dir, f"{self.name}-{self.starts}.log")
             log = open(self.log_path, "wb")
-            folders = self.drives or [self.data_dir]
+            folders = self.drives or self.default_folders()
             cmd = [CAIRN_BIN, "server"] + folders + ["--address", f"127.0.0.1:{p}"] + self.extra_args
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                          stdin=subprocess.DEVNULL)

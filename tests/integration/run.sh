@@ -6,7 +6,9 @@
 #
 # Usage: tests/integration/run.sh [pytest args...]      e.g. run.sh -k listing
 #   CAIRN_BIN   the server binary (default build/cairn)
-#   ONLY        a subset, space separated: "pytest durability clients js"
+#   ONLY        a subset, space separated: "pytest pytest-ec durability clients js"
+#               (pytest-ec: the same pytest suite with its default server over 4 drives,
+#               one erasure set EC:2 — every S3 API over the erasure-coded path)
 # Needs (Debian): python3-boto3 python3-pytest awscli s3cmd rclone nodejs npm; the npm
 # packages of js/package-lock.json are installed here with `npm ci` when js/node_modules is
 # missing.
@@ -16,7 +18,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 export CAIRN_BIN=${CAIRN_BIN:-$REPO/build/cairn}
 case "$CAIRN_BIN" in /*) ;; *) CAIRN_BIN=$REPO/$CAIRN_BIN ;; esac
-ONLY=${ONLY:-pytest durability clients js}
+ONLY=${ONLY:-pytest pytest-ec durability clients js}
 PY=/usr/bin/python3
 
 if [ ! -x "$CAIRN_BIN" ]; then
@@ -38,6 +40,17 @@ if want pytest; then
 	line=$(grep -E "^(=+ )?[0-9]+ (passed|failed|error)|(passed|failed|error).* in [0-9.]+s" "$LOGF" | tail -n 1 | sed 's/=//g; s/^ *//; s/ *$//')
 	rm -f "$LOGF"
 	record pytest $rc "${line:-no pytest summary} ($((SECONDS - t))s)"
+fi
+
+if want pytest-ec; then
+	echo "=== pytest + boto3, default server over 4 drives (CAIRN_TEST_DRIVES=4)"
+	LOGF=$(mktemp /tmp/cairn-pytest.XXXXXX)
+	t=$SECONDS
+	(cd "$HERE" && CAIRN_TEST_DRIVES=4 timeout 900 $PY -m pytest -q -p no:cacheprovider -rfE "$@" 2>&1) | tee "$LOGF"
+	rc=${PIPESTATUS[0]}
+	line=$(grep -E "^(=+ )?[0-9]+ (passed|failed|error)|(passed|failed|error).* in [0-9.]+s" "$LOGF" | tail -n 1 | sed 's/=//g; s/^ *//; s/ *$//')
+	rm -f "$LOGF"
+	record pytest-ec $rc "${line:-no pytest summary} ($((SECONDS - t))s)"
 fi
 
 if want durability; then

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import (ACCESS, CAIRN_BIN, SECRET, empty_bucket, make_client, parse_error, rand_bytes,
+from conftest import (one_drive_layout, ACCESS, CAIRN_BIN, SECRET, empty_bucket, make_client, parse_error, rand_bytes,
                       raw, unique_bucket)
 
 
@@ -73,6 +73,7 @@ def filled(server):
 
 # --- one drive ---------------------------------------------------------------------------------
 
+@one_drive_layout
 def test_info_one_drive(server):
     p = admin(server, "info")
     assert p.returncode == 0, p.stderr
@@ -181,6 +182,7 @@ def test_other_admin_paths(server):
     assert ei.value.response["Error"]["Code"] == "InvalidBucketName"
 
 
+@one_drive_layout
 def test_cli_usage_and_connection_errors(server, tmp_path):
     p = subprocess.run([CAIRN_BIN, "admin"], capture_output=True, text=True, timeout=10)
     assert p.returncode == 2 and "usage" in p.stderr

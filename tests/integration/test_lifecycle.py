@@ -12,7 +12,7 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import (CAIRN_BIN, ACCESS, SECRET, Server, err_code, make_client, running_server,
+from conftest import (one_drive_layout, CAIRN_BIN, ACCESS, SECRET, Server, err_code, make_client, running_server,
                       sign_headers, http_get)
 
 
@@ -100,6 +100,7 @@ def test_default_credentials_warn():
         srv.cleanup()
 
 
+@one_drive_layout
 def test_restart_keeps_data_and_cleans_tmp():
     with running_server(name="restart") as srv:
         s3 = make_client(srv)

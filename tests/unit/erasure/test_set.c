@@ -134,7 +134,14 @@ TEST(test_roundtrip_all_shapes)
 			if (n >= 8 && m != 1 && m != 2 && m != n / 2)
 				continue; /* bounded run time: every parity for small sets, the edges for big */
 			reset(true);
+			/* half the shapes read through the record cache: its hits cannot see damage
+			 * made behind the server's back (erasure_int.h), so only the uncached reads
+			 * must report it; every read must return the right bytes */
+			bool cached = (n + m) % 2 == 0;
+			if (!cached)
+				setenv("CAIRN_RECORD_CACHE_MB", "0", 1);
 			cn_ec_set *s = open_set(n, m);
+			unsetenv("CAIRN_RECORD_CACHE_MB");
 			CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
 			for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
 				size_t len = sizes[si];
@@ -144,9 +151,10 @@ TEST(test_roundtrip_all_shapes)
 				CHECK_EQ_INT(put(s, key, p, len, inl), CN_OK);
 				CHECK_EQ_INT(check(s, key, p, 0, len, NULL), CN_OK);
 			}
-			/* M drives' copies gone: everything still reads; a read that met a damaged
-			 * data slot says it is degraded (E7: parity slots are not read when the data
-			 * slots agree), and heal, which reads every slot, finds all M */
+			/* M drives' copies gone: everything still reads; an uncached read that met a
+			 * damaged data slot says it is degraded (E7: parity slots are not read when
+			 * the data slots agree), and heal, which reads every slot and never the
+			 * cache, finds all M */
 			for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
 				char key[64];
 				snprintf(key, sizeof key, "o%zu", si);
@@ -161,7 +169,7 @@ TEST(test_roundtrip_all_shapes)
 				}
 				bool deg = false;
 				CHECK_EQ_INT(check(s, key, p, 0, sizes[si], &deg), CN_OK);
-				CHECK(deg == data_hit);
+				CHECK(cached || deg == data_hit);
 				cn_ec_heal_result hr;
 				CHECK_EQ_INT(cn_ec_heal(s, "bkt", key, NULL, true, &hr), CN_OK);
 				CHECK_EQ_INT(hr.drives_bad, m);
