@@ -9,10 +9,10 @@
  *  C3. Cache slots only go from NULL to an entry (compare-and-swap) and are freed only by
  *      cn_codec_free; a reader that sees an entry sees it fully built (release/acquire).
  *      Hence no lock and no use-after-free while the codec lives.
- *  C4. Every ec_encode_data call goes through rs_run, which ends with vzeroupper on AVX
- *      CPUs: ISA-L's AVX-512 kernels return with dirty upper vector state, and the legacy
- *      SSE2 code that runs next (libxxhash's XXH3, ...) then pays an AVX-SSE transition
- *      penalty: measured 3x slower shard hashing right after an encode without it. */
+ *  C4. Every ISA-L call (ec_encode_data through rs_run, CRCs) is followed by
+ *      cn_simd_settle (util.h): ISA-L's AVX-512 kernels return with dirty upper vector
+ *      state, and the legacy SSE2 code that runs next (libxxhash's XXH3, ...) then pays an
+ *      AVX-SSE transition penalty: measured 3x slower shard hashing without it. */
 #include "erasure/codec.h"
 
 #include <isa-l/crc.h>
@@ -40,21 +40,12 @@ struct cn_codec {
 
 _Static_assert(MAXS <= 16, "decode cache key packs two 16-bit masks");
 
-static bool have_avx;
-
-__attribute__((constructor)) static void detect_avx(void)
-{
-	__builtin_cpu_init();
-	have_avx = __builtin_cpu_supports("avx");
-}
-
 /* ec_encode_data, then a clean upper vector state (C4). */
 static void rs_run(size_t len, unsigned k, unsigned rows, const unsigned char *tbls,
                    unsigned char **src, unsigned char **dst)
 {
 	ec_encode_data((int)len, (int)k, (int)rows, (unsigned char *)tbls, src, dst);
-	if (have_avx)
-		__asm__ volatile("vzeroupper" ::: "memory");
+	cn_simd_settle();
 }
 
 cn_err cn_codec_new(unsigned k, unsigned m, cn_codec **out)
@@ -308,7 +299,9 @@ unsigned cn_codec_verify(const cn_codec *c, size_t shard_len, unsigned char *con
 uint32_t cn_codec_crc32(uint32_t crc, const void *p, size_t len)
 {
 	/* ISA-L's crc32_gzip_refl is the reflected CRC-32/IEEE of zlib and Go's crc32 IEEE. */
-	return crc32_gzip_refl(crc, (const unsigned char *)p, (uint64_t)len);
+	uint32_t r = crc32_gzip_refl(crc, (const unsigned char *)p, (uint64_t)len);
+	cn_simd_settle(); /* C4 */
+	return r;
 }
 
 void cn_codec_dist(const char *bucket, const char *key, size_t key_len, unsigned n, uint8_t *dist)

@@ -41,6 +41,7 @@ static uint32_t rec_crc(const void *p, size_t len)
 		b += n;
 		len -= (size_t)n;
 	}
+	cn_simd_settle(); /* ISA-L's AVX-512 CRC: keep the XXH3 that follows fast (util.h) */
 	return c ^ 0xffffffffu;
 }
 

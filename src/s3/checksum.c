@@ -153,9 +153,11 @@ void cn_cksum_update(cn_cksum *c, const void *p, size_t len)
 		switch (c->algo) {
 		case CN_CKSUM_CRC32:
 			c->crc = crc32_gzip_refl((uint32_t)c->crc, b, n);
+			cn_simd_settle(); /* ISA-L's AVX-512 CRC (util.h) */
 			break;
 		case CN_CKSUM_CRC32C:
 			c->crc = crc32_iscsi((unsigned char *)b, (int)n, (unsigned)c->crc);
+			cn_simd_settle();
 			break;
 		case CN_CKSUM_CRC64NVME:
 			c->crc = cn_crc64nvme(c->crc, b, n);

@@ -447,3 +447,21 @@ bool cn_utf8_valid(const char *s, size_t len)
 	}
 	return true;
 }
+
+static bool have_avx;
+
+__attribute__((constructor)) static void detect_avx(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_cpu_init();
+	have_avx = __builtin_cpu_supports("avx");
+#endif
+}
+
+void cn_simd_settle(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (have_avx)
+		__asm__ volatile("vzeroupper" ::: "memory");
+#endif
+}
