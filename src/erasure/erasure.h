@@ -143,6 +143,11 @@ cn_err cn_ec_open(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m,
 cn_err cn_ec_reader_read(cn_ec_reader *r, int64_t off, void *buf, size_t len, size_t *got);
 /* Reads up to len bytes at off (< len only at the end). A multipart version's parts are
  * separate files opened as the reads reach them. */
+/* Zero-copy read: *p points at the bytes from off, *n (1..max) of them, verified and
+ * decoded like cn_ec_reader_read's; valid until the next call on r or its close. *p NULL
+ * (and CN_OK) at or past the end, or when the bytes sit in a plain file (use
+ * cn_ec_reader_read or cn_ec_reader_plain_fd). Errors as cn_ec_reader_read. */
+cn_err cn_ec_reader_view(cn_ec_reader *r, int64_t off, size_t max, const void **p, size_t *n);
 /* When the bytes from off sit verbatim in one plain file: its fd, the offset in it and how
  * many of the version's bytes follow there (*avail >= 1) (zero-copy sends). false
  * otherwise (inline, coded shards, or an error opening the part: cn_ec_reader_read then

@@ -101,8 +101,9 @@ struct cn_ec_reader {
 	bool cf_bad[CN_EC_MAX_DRIVES];      /* opening failed for this part */
 	size_t cpart;
 	bool cf_open;
-	unsigned char *blk;                 /* decoded block (block_size) */
-	size_t blk_part, blk_idx, blk_len;
+	unsigned char *blk;                 /* joined block (block_size): heal only */
+	unsigned char *dptr[CN_EC_MAX_DRIVES]; /* the loaded block's data shards, in sh */
+	size_t blk_part, blk_idx, blk_len, blk_sl;
 	bool blk_valid;
 	unsigned char *sh;                  /* (k+m) * (HASH_LEN + shard_len) scratch */
 };
@@ -1166,7 +1167,9 @@ static bool reader_complete(cn_ec_reader *r)
 	return more;
 }
 
-/* Decodes block b of part p into r->blk (E4: data shards first, parity only as needed). */
+/* Loads block b of part p: its K data shards verified, missing ones rebuilt (E4: data
+ * shards first, parity only as needed), left in r->sh at r->dptr (the block's bytes are
+ * their concatenation; block_at reads them, nothing is joined). */
 static cn_err load_block(cn_ec_reader *r, size_t p, size_t b)
 {
 	if (r->blk_valid && r->blk_part == p && r->blk_idx == b)
@@ -1211,12 +1214,23 @@ again:
 		if (e)
 			return e;
 	}
-	cn_codec_join(r->c, ptr, bl, r->blk);
+	for (unsigned j = 0; j < r->k; j++)
+		r->dptr[j] = ptr[j];
 	r->blk_part = p;
 	r->blk_idx = b;
 	r->blk_len = bl;
+	r->blk_sl = sl;
 	r->blk_valid = true;
 	return CN_OK;
+}
+
+/* The loaded block's bytes from in (< blk_len): where they are, and how many follow there
+ * (to the end of their data shard). */
+static const unsigned char *block_at(const cn_ec_reader *r, size_t in, size_t *avail)
+{
+	size_t j = in / r->blk_sl, end = (j + 1) * r->blk_sl;
+	*avail = (end < r->blk_len ? end : r->blk_len) - in;
+	return r->dptr[j] + in % r->blk_sl;
 }
 
 static cn_err open_coded(cn_ec_reader *r, const char *vid, bool full, cn_ec_meta *m)
@@ -1272,9 +1286,8 @@ static cn_err open_coded(cn_ec_reader *r, const char *vid, bool full, cn_ec_meta
 	}
 	if (!e) {
 		size_t fsl = cn_codec_shard_len(r->c, r->block_size);
-		r->blk = malloc(r->block_size);
 		r->sh = malloc(s->n * (HASH_LEN + fsl));
-		if (!r->blk || !r->sh)
+		if (!r->sh)
 			e = CN_ERR_NOMEM;
 	}
 	if (!e) {
@@ -1359,8 +1372,10 @@ cn_err cn_ec_reader_read(cn_ec_reader *r, int64_t off, void *buf, size_t len, si
 			size_t b = (size_t)(poff / r->block_size), in = (size_t)(poff % r->block_size);
 			if ((e = load_block(r, idx, b)))
 				return e;
-			n = r->blk_len - in < want ? r->blk_len - in : want;
-			memcpy((char *)buf + *got, r->blk + in, n);
+			const unsigned char *src = block_at(r, in, &n);
+			if (n > want)
+				n = want;
+			memcpy((char *)buf + *got, src, n);
 		} else {
 			if (idx != r->cur || !r->f) {
 				e = open_part(r, idx);
@@ -1384,6 +1399,32 @@ cn_err cn_ec_reader_read(cn_ec_reader *r, int64_t off, void *buf, size_t len, si
 		*got += n;
 		off += (int64_t)n;
 	}
+	return CN_OK;
+}
+
+cn_err cn_ec_reader_view(cn_ec_reader *r, int64_t off, size_t max, const void **p, size_t *n)
+{
+	*p = NULL;
+	*n = 0;
+	if (off < 0 || off >= r->size || max == 0)
+		return CN_OK;
+	if ((int64_t)max > r->size - off)
+		max = (size_t)(r->size - off);
+	if (!coded(r->s)) {
+		if (r->nparts)
+			return CN_OK; /* in a file: cn_ec_reader_read or _plain_fd */
+		*p = r->inline_data + off;
+		*n = max;
+		return CN_OK;
+	}
+	size_t idx = part_of(r, off);
+	int64_t poff = off - (idx ? r->ends[idx - 1] : 0);
+	cn_err e = load_block(r, idx, (size_t)(poff / r->block_size));
+	if (e)
+		return e;
+	*p = block_at(r, (size_t)(poff % r->block_size), n);
+	if (*n > max)
+		*n = max;
 	return CN_OK;
 }
 
@@ -1515,8 +1556,13 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 		int64_t psize = r->ends[p] - (p ? r->ends[p - 1] : 0);
 		for (int64_t boff = 0; !e && boff < psize; boff += r->block_size) {
 			size_t bl = psize - boff < (int64_t)r->block_size ? (size_t)(psize - boff) : r->block_size;
+			if (!r->blk && !(r->blk = malloc(r->block_size))) {
+				e = CN_ERR_NOMEM;
+				break;
+			}
 			if ((e = load_block(r, p, (size_t)(boff / r->block_size))))
 				break;
+			cn_codec_join(r->c, r->dptr, bl, r->blk);
 			size_t sl = cn_codec_shard_len(r->c, bl);
 			unsigned char *ptr[CN_EC_MAX_DRIVES], hashes[CN_EC_MAX_DRIVES][HASH_LEN];
 			for (size_t j = 0; j < n; j++)

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #define IO_BUF OBJ_IO_BUF
+#define VIEW_MIN (32 * 1024)
 #define KEY_LOCKS OBJ_KEY_LOCKS
 #define FORMAT_VERSION 1
 #define LIST_STOP CN_ERR__COUNT /* internal: the walk collected enough */
@@ -1517,10 +1518,24 @@ cn_err cn_obj_read(cn_obj_reader *r, int64_t off, int64_t len, cn_writer *w)
 			len -= n;
 			continue;
 		}
+		size_t want = len > (int64_t)IO_BUF ? IO_BUF : (size_t)len, got;
+		const void *p;
+		cn_err e = cn_ec_reader_view(r->r, off, want, &p, &got);
+		/* decoded shard bytes sent from where they are, no copy; short pieces (a small
+		 * object's shards on many drives) are gathered by a copy instead, one write each
+		 * IO_BUF rather than one per shard */
+		if (!e && p && (got >= VIEW_MIN || got == (size_t)len)) {
+			if ((e = w->write(w, p, got)))
+				return e;
+			off += (int64_t)got;
+			len -= (int64_t)got;
+			continue;
+		}
+		if (e)
+			return e;
 		if (!buf && !(buf = cn_obj__tls_buf(1)))
 			return CN_ERR_NOMEM;
-		size_t want = len > (int64_t)IO_BUF ? IO_BUF : (size_t)len, got;
-		cn_err e = cn_ec_reader_read(r->r, off, buf, want, &got);
+		e = cn_ec_reader_read(r->r, off, buf, want, &got);
 		if (!e && got != want)
 			e = CN_ERR_CORRUPT;
 		if (!e)
