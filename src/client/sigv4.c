@@ -1,28 +1,12 @@
 /* client/sigv4: AWS Signature Version 4 on the client side — canonical request, string to
  * sign, derived key and the Authorization value (rules in client.h). Pure computation with
- * OpenSSL's HMAC/SHA-256; no allocation except into the caller's cn_buf. */
+ * util's HMAC/SHA-256 (OpenSSL's low-level SHA-256); no allocation except into the caller's cn_buf. */
 #include "client/client_int.h"
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_SIGNED 64
-
-static void hmac256(const void *key, size_t klen, const void *msg, size_t mlen, unsigned char out[32])
-{
-	unsigned int n = 32;
-	HMAC(EVP_sha256(), key, (int)klen, msg, mlen, out, &n);
-}
-
-static void sha256_hex(const void *p, size_t len, char out[65])
-{
-	unsigned char d[32];
-	unsigned int n = 32;
-	EVP_Digest(p, len, d, &n, EVP_sha256(), NULL);
-	cn_hex_encode(d, 32, out);
-}
 
 void cn_client_signing_key(const char *secret, const char *date8, const char *region,
                            const char *service, unsigned char out[32])
@@ -32,10 +16,10 @@ void cn_client_signing_key(const char *secret, const char *date8, const char *re
 	if (n < 0 || (size_t)n >= sizeof k0)
 		n = (int)sizeof k0 - 1;
 	unsigned char a[32], b[32];
-	hmac256(k0, (size_t)n, date8, strlen(date8), a);
-	hmac256(a, 32, region, strlen(region), b);
-	hmac256(b, 32, service, strlen(service), a);
-	hmac256(a, 32, "aws4_request", 12, out);
+	cn_hmac_sha256(k0, (size_t)n, date8, strlen(date8), a);
+	cn_hmac_sha256(a, 32, region, strlen(region), b);
+	cn_hmac_sha256(b, 32, service, strlen(service), a);
+	cn_hmac_sha256(a, 32, "aws4_request", 12, out);
 }
 
 typedef struct enc_pair {
@@ -228,14 +212,14 @@ cn_err cn_sigv4_signature_hex(const cn_sigv4_req *r, const unsigned char key[32]
 	if (e)
 		return e;
 	char ch[65];
-	sha256_hex(scratch->p, scratch->len, ch);
+	cn_sha256_hex(scratch->p, scratch->len, ch);
 	scratch->len = 0;
 	e = cn_buf_printf(scratch, "AWS4-HMAC-SHA256\n%s\n%.8s/%s/%s/aws4_request\n%s", r->amz_date,
 	                  r->amz_date, r->region, r->service, ch);
 	if (e)
 		return e;
 	unsigned char sig[32];
-	hmac256(key, 32, scratch->p, scratch->len, sig);
+	cn_hmac_sha256(key, 32, scratch->p, scratch->len, sig);
 	cn_hex_encode(sig, 32, out);
 	return CN_OK;
 }

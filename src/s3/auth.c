@@ -34,47 +34,6 @@ static const char EMPTY_SHA256[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b
 
 /* ---- small helpers --------------------------------------------------------------------- */
 
-/* SHA-256 and HMAC-SHA256 through OpenSSL's low-level SHA256_* calls: the EVP and HMAC()
- * one-shot paths of OpenSSL 3 fetch the algorithm and allocate a context on every call,
- * which made authentication ~80% of a small GET's instructions (callgrind, docs/PERF.md).
- * The low-level calls use the same SHA-NI/AVX code without the fetch. */
-static void sha256(const void *p, size_t len, unsigned char out[32])
-{
-	SHA256(p, len, out);
-}
-
-static void sha256_hex(const void *p, size_t len, char out[65])
-{
-	unsigned char d[32];
-	sha256(p, len, d);
-	cn_hex_encode(d, 32, out);
-}
-
-static void hmac256(const void *key, size_t klen, const void *p, size_t len, unsigned char out[32])
-{
-	unsigned char k[64], pad[64], inner[32];
-	memset(k, 0, sizeof k);
-	if (klen > 64)
-		SHA256(key, klen, k);
-	else
-		memcpy(k, key, klen);
-	SHA256_CTX c;
-	for (int i = 0; i < 64; i++)
-		pad[i] = (unsigned char)(k[i] ^ 0x36);
-	SHA256_Init(&c);
-	SHA256_Update(&c, pad, 64);
-	SHA256_Update(&c, p, len);
-	SHA256_Final(inner, &c);
-	for (int i = 0; i < 64; i++)
-		pad[i] = (unsigned char)(k[i] ^ 0x5c);
-	SHA256_Init(&c);
-	SHA256_Update(&c, pad, 64);
-	SHA256_Update(&c, inner, 32);
-	SHA256_Final(out, &c);
-	OPENSSL_cleanse(k, sizeof k);
-	OPENSSL_cleanse(pad, sizeof pad);
-}
-
 static char lower(char c)
 {
 	return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
@@ -493,12 +452,12 @@ void cn_sigv4_signing_key(const char *secret, cn_str date8, cn_str region, cn_st
 	CN_ASSERT(k != NULL);
 	memcpy(k, "AWS4", 4);
 	memcpy(k + 4, secret, slen);
-	hmac256(k, slen + 4, date8.p, date8.len, t);
+	cn_hmac_sha256(k, slen + 4, date8.p, date8.len, t);
 	OPENSSL_cleanse(k, slen + 4);
 	free(k);
-	hmac256(t, 32, region.p, region.len, t);
-	hmac256(t, 32, service.p, service.len, t);
-	hmac256(t, 32, "aws4_request", 12, out);
+	cn_hmac_sha256(t, 32, region.p, region.len, t);
+	cn_hmac_sha256(t, 32, service.p, service.len, t);
+	cn_hmac_sha256(t, 32, "aws4_request", 12, out);
 	OPENSSL_cleanse(t, sizeof t);
 	if (cacheable) {
 		memcpy(sk_cache.id, id, idlen);
@@ -523,7 +482,7 @@ static void sign_sts(const unsigned char key[32], const char *algo, cn_str amz_d
 			     (int)scope.len, scope.p, h2);
 	CN_ASSERT(n > 0 && (size_t)n < sizeof sts);
 	unsigned char mac[32];
-	hmac256(key, 32, sts, (size_t)n, mac);
+	cn_hmac_sha256(key, 32, sts, (size_t)n, mac);
 	cn_hex_encode(mac, 32, out);
 }
 
@@ -531,7 +490,7 @@ void cn_sigv4_signature(const unsigned char key[32], cn_str amz_date, cn_str sco
 			cn_str canonical_request, char out[65])
 {
 	char h[65];
-	sha256_hex(canonical_request.p, canonical_request.len, h);
+	cn_sha256_hex(canonical_request.p, canonical_request.len, h);
 	if (amz_date.len > 32)
 		amz_date.len = 32;
 	if (scope.len > 200)

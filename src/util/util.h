@@ -138,6 +138,10 @@ cn_err cn_time_parse_amz(cn_str s, int64_t *ms);
 
 /* Encoding helpers. Output buffers must hold the documented size. */
 void cn_hex_encode(const unsigned char *in, size_t len, char *out /* 2*len+1 */);
+/* SHA-256 and HMAC-SHA256 (util/sha256.c): no allocation, thread-safe. */
+void cn_sha256(const void *p, size_t len, unsigned char out[32]);
+void cn_sha256_hex(const void *p, size_t len, char out[65] /* lowercase hex + NUL */);
+void cn_hmac_sha256(const void *key, size_t klen, const void *p, size_t len, unsigned char out[32]);
 cn_err cn_hex_decode(cn_str in, unsigned char *out, size_t outlen /* must be in.len/2 */);
 /* Base64 (standard alphabet, padded). decode returns CN_ERR_INVALID on bad input. */
 size_t cn_base64_encode(const unsigned char *in, size_t len, char *out /* 4*((len+2)/3)+1 */);
