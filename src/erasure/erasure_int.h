@@ -30,6 +30,10 @@ void cn_rcache_free(cn_rcache *c);
  * Miss: returns false and sets *gen for a later cn_rcache_put (R2). */
 bool cn_rcache_get(cn_rcache *c, unsigned drive, const char *vol, const char *key, cn_buf *out,
                    uint64_t *gen);
+/* Hit: calls fn on the entry's bytes under its bucket's lock (fn must be short and must
+ * not call the cache) and returns true; no copy. Miss: returns false and sets *gen. */
+bool cn_rcache_visit(cn_rcache *c, unsigned drive, const char *vol, const char *key,
+                     void (*fn)(const void *rec, size_t len, void *arg), void *arg, uint64_t *gen);
 void cn_rcache_put(cn_rcache *c, unsigned drive, const char *vol, const char *key, const void *rec,
                    size_t len, uint64_t gen);
 /* Invalidates the key's entries of slots 0..ndrives-1 (R1). */

@@ -102,8 +102,8 @@ static slot *find(bucket *bk, unsigned drive, const char *vol, const char *key, 
 	return NULL;
 }
 
-bool cn_rcache_get(cn_rcache *c, unsigned drive, const char *vol, const char *key, cn_buf *out,
-                   uint64_t *gen)
+bool cn_rcache_visit(cn_rcache *c, unsigned drive, const char *vol, const char *key,
+                     void (*fn)(const void *rec, size_t len, void *arg), void *arg, uint64_t *gen)
 {
 	*gen = 0;
 	if (!c)
@@ -114,17 +114,33 @@ bool cn_rcache_get(cn_rcache *c, unsigned drive, const char *vol, const char *ke
 	pthread_mutex_t *mu = &c->mu[h % STRIPES];
 	pthread_mutex_lock(mu);
 	slot *s = find(bk, drive, vol, key, idlen);
-	bool hit = s != NULL;
-	if (hit) {
+	if (s) {
 		s->used = ++bk->tick;
-		out->len = 0;
-		if (cn_buf_append(out, s->rec, s->len) != CN_OK)
-			hit = false;
+		fn(s->rec, s->len, arg);
 	}
 	*gen = bk->gen;
 	pthread_mutex_unlock(mu);
-	atomic_fetch_add(hit ? &c->hits : &c->misses, 1);
-	return hit;
+	atomic_fetch_add(s ? &c->hits : &c->misses, 1);
+	return s != NULL;
+}
+
+typedef struct copy_arg {
+	cn_buf *out;
+	bool ok;
+} copy_arg;
+
+static void copy_out(const void *rec, size_t len, void *arg)
+{
+	copy_arg *a = arg;
+	a->out->len = 0;
+	a->ok = cn_buf_append(a->out, rec, len) == CN_OK;
+}
+
+bool cn_rcache_get(cn_rcache *c, unsigned drive, const char *vol, const char *key, cn_buf *out,
+                   uint64_t *gen)
+{
+	copy_arg a = { out, false };
+	return cn_rcache_visit(c, drive, vol, key, copy_out, &a, gen) && a.ok;
 }
 
 void cn_rcache_put(cn_rcache *c, unsigned drive, const char *vol, const char *key, const void *rec,

@@ -770,19 +770,33 @@ typedef enum rec_kind { REC_CURRENT, REC_VERSION, REC_UPLOAD } rec_kind;
 
 /* Reads drive d's record. cache: through the record cache (current records only; never
  * for heal, which must see the drives as they are: erasure_int.h). */
+typedef struct decode_arg {
+	bool skip_inline;
+	cn_ec_meta *m;
+	cn_err e;
+} decode_arg;
+
+static void decode_cached(const void *rec, size_t len, void *arg)
+{
+	decode_arg *a = arg;
+	a->e = cn_ec_meta_decode(rec, len, a->skip_inline, a->m);
+}
+
 static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, const char *key,
                        const char *name, bool skip_inline, bool cache, cn_ec_meta *m)
 {
-	cn_buf rec;
-	cn_buf_init(&rec);
 	uint64_t gen = 0;
 	cn_drive *dr = D(s, d);
 	cache = cache && kind == REC_CURRENT && dr && d >= s->read_skip;
-	bool cached = cache && cn_rcache_get(s->rc, (unsigned)d, vol, key, &rec, &gen);
+	if (cache) { /* a hit is decoded where it is cached: no copy of the record */
+		decode_arg a = { skip_inline, m, CN_OK };
+		if (cn_rcache_visit(s->rc, (unsigned)d, vol, key, decode_cached, &a, &gen))
+			return a.e; /* decoded and checked (slot, layout) when it was cached */
+	}
+	cn_buf rec;
+	cn_buf_init(&rec);
 	cn_err e;
-	if (cached)
-		e = CN_OK;
-	else if (!dr || d < s->read_skip)
+	if (!dr || d < s->read_skip)
 		e = CN_ERR_OFFLINE;
 	else if (kind == REC_CURRENT)
 		e = dr->ops->read_meta(dr, vol, key, CN_EC_RECORD_MAX, &rec);
@@ -798,7 +812,7 @@ static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
 			cn_ec_meta_fini(m);
 			e = CN_ERR_CORRUPT; /* a record of another slot or layout */
 		}
-		if (!e && cache && !cached)
+		if (!e && cache)
 			cn_rcache_put(s->rc, (unsigned)d, vol, key, rec.p, rec.len, gen); /* R2 */
 		if (e == CN_ERR_CORRUPT)
 			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt record of %s/%s%s%s",
@@ -1096,7 +1110,11 @@ static bool coded_file(cn_ec_reader *r, size_t p, size_t d)
 
 /* Reads slot d's [hash][shard] of block b of part p into out (HASH_LEN + sl bytes) and
  * checks the hash (E3). */
-static bool read_shard(cn_ec_reader *r, size_t p, size_t b, size_t d, size_t sl, unsigned char *out)
+/* Reads and verifies slot d's shard of block b (sl bytes) into out ([hash][shard]) and
+ * points *at at the shard's bytes: in out, or for an inline stream where it already is in
+ * memory (no copy). */
+static bool read_shard(cn_ec_reader *r, size_t p, size_t b, size_t d, size_t sl, unsigned char *out,
+                       unsigned char **at)
 {
 	size_t fsl = cn_codec_shard_len(r->c, r->block_size);
 	int64_t off = (int64_t)b * (int64_t)(HASH_LEN + fsl);
@@ -1104,7 +1122,7 @@ static bool read_shard(cn_ec_reader *r, size_t p, size_t b, size_t d, size_t sl,
 	if (r->inl[d]) {
 		if (off + (int64_t)want > (int64_t)r->inl_len[d])
 			return false;
-		memcpy(out, r->inl[d] + off, want);
+		out = r->inl[d] + off;
 	} else {
 		if (!coded_file(r, p, d))
 			return false;
@@ -1122,6 +1140,7 @@ static bool read_shard(cn_ec_reader *r, size_t p, size_t b, size_t d, size_t sl,
 		r->degraded = true;
 		return false;
 	}
+	*at = out + HASH_LEN;
 	return true;
 }
 
@@ -1185,17 +1204,15 @@ again:
 	have = 0;
 	memset(present, 0, sizeof present);
 	/* data shards first, then parity until K are good */
+	for (unsigned j = 0; j < n; j++) /* scratch: where missing shards are rebuilt */
+		ptr[j] = r->sh + (size_t)j * (HASH_LEN + cn_codec_shard_len(r->c, r->block_size)) + HASH_LEN;
 	for (unsigned j = 0; j < n && have < r->k; j++) {
 		int d = r->slot_of[j];
-		unsigned char *buf = r->sh + (size_t)j * (HASH_LEN + cn_codec_shard_len(r->c, r->block_size));
-		ptr[j] = buf + HASH_LEN;
-		if (d >= 0 && read_shard(r, p, b, (size_t)d, sl, buf)) {
+		if (d >= 0 && read_shard(r, p, b, (size_t)d, sl, ptr[j] - HASH_LEN, &ptr[j])) {
 			present[j] = true;
 			have++;
 		}
 	}
-	for (unsigned j = 0; j < n; j++)
-		ptr[j] = r->sh + (size_t)j * (HASH_LEN + cn_codec_shard_len(r->c, r->block_size)) + HASH_LEN;
 	if (have < r->k && reader_complete(r))
 		goto again; /* E7: slots not read at open may hold the shards still needed */
 	if (have < r->k) {
@@ -1502,7 +1519,8 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 				for (size_t b = 0; b < nb && !bad[d]; b++) {
 					size_t bl = psize - (int64_t)b * r->block_size < (int64_t)r->block_size
 					            ? (size_t)(psize - (int64_t)b * r->block_size) : r->block_size;
-					if (!read_shard(r, p, b, d, cn_codec_shard_len(r->c, bl), tmp))
+					unsigned char *at;
+					if (!read_shard(r, p, b, d, cn_codec_shard_len(r->c, bl), tmp, &at))
 						bad[d] = true;
 				}
 				/* a longer file than its record says is also damage */
