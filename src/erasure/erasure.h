@@ -63,6 +63,10 @@ cn_err cn_ec_meta_encode(const cn_ec_meta *m, cn_buf *out);
  * checksum, field). skip_inline leaves inline_data NULL (listing). Never reads outside
  * p[0..len). On error m is left initialized and empty. */
 cn_err cn_ec_meta_decode(const void *p, size_t len, bool skip_inline, cn_ec_meta *m);
+/* The same for a record whose checksum was verified when it was read and that has stayed
+ * in memory since (the record cache): the CRC is not computed again (every other check is
+ * made; inline shard hashes are the reader's). */
+cn_err cn_ec_meta_decode_verified(const void *p, size_t len, bool skip_inline, cn_ec_meta *m);
 
 /* --- the set -------------------------------------------------------------------------- */
 typedef struct cn_ec_set cn_ec_set;

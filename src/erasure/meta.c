@@ -350,7 +350,7 @@ static cn_err decode_body(const unsigned char *p, size_t len, bool skip_inline, 
 	return CN_OK;
 }
 
-cn_err cn_ec_meta_decode(const void *vp, size_t len, bool skip_inline, cn_ec_meta *m)
+static cn_err decode(const void *vp, size_t len, bool skip_inline, bool check_crc, cn_ec_meta *m)
 {
 	const unsigned char *p = vp;
 	cn_ec_meta_init(m);
@@ -360,7 +360,7 @@ cn_err cn_ec_meta_decode(const void *vp, size_t len, bool skip_inline, cn_ec_met
 	uint32_t blen = get32(p + 8);
 	if (ver != REC_VERSION || hlen < REC_HDR || hlen > len - 4 || blen != len - 4 - hlen)
 		return CN_ERR_CORRUPT;
-	if (rec_crc(p, len - 4) != get32(p + len - 4))
+	if (check_crc && rec_crc(p, len - 4) != get32(p + len - 4))
 		return CN_ERR_CORRUPT;
 	cn_err e = decode_body(p + hlen, blen, skip_inline, m);
 	if (e) {
@@ -368,4 +368,14 @@ cn_err cn_ec_meta_decode(const void *vp, size_t len, bool skip_inline, cn_ec_met
 		return e == CN_ERR_NOMEM ? e : CN_ERR_CORRUPT;
 	}
 	return CN_OK;
+}
+
+cn_err cn_ec_meta_decode(const void *p, size_t len, bool skip_inline, cn_ec_meta *m)
+{
+	return decode(p, len, skip_inline, true, m);
+}
+
+cn_err cn_ec_meta_decode_verified(const void *p, size_t len, bool skip_inline, cn_ec_meta *m)
+{
+	return decode(p, len, skip_inline, false, m);
 }

@@ -13,6 +13,7 @@
 #define STRIPES 256
 
 typedef struct slot {
+	uint64_t h;     /* hash_id of the entry: compared before id */
 	unsigned drive; /* the set's slot the record was read from */
 	uint32_t used;  /* bucket tick of the last hit or insert: the oldest is evicted */
 	char *id;       /* vol '\0' key, owned; NULL when empty */
@@ -49,9 +50,10 @@ static uint64_t hash_id(unsigned drive, const char *vol, const char *key, size_t
 	return h;
 }
 
-static bool same(const slot *s, unsigned drive, const char *vol, const char *key, size_t idlen)
+static bool same(const slot *s, uint64_t h, unsigned drive, const char *vol, const char *key,
+                 size_t idlen)
 {
-	if (!s->id || s->idlen != idlen || s->drive != drive)
+	if (!s->id || s->h != h || s->idlen != idlen || s->drive != drive)
 		return false;
 	size_t vl = strlen(vol);
 	return memcmp(s->id, vol, vl + 1) == 0 && memcmp(s->id + vl + 1, key, idlen - vl - 1) == 0;
@@ -94,10 +96,11 @@ void cn_rcache_free(cn_rcache *c)
 	free(c);
 }
 
-static slot *find(bucket *bk, unsigned drive, const char *vol, const char *key, size_t idlen)
+static slot *find(bucket *bk, uint64_t h, unsigned drive, const char *vol, const char *key,
+                  size_t idlen)
 {
 	for (int w = 0; w < WAYS; w++)
-		if (same(&bk->ways[w], drive, vol, key, idlen))
+		if (same(&bk->ways[w], h, drive, vol, key, idlen))
 			return &bk->ways[w];
 	return NULL;
 }
@@ -113,7 +116,7 @@ bool cn_rcache_visit(cn_rcache *c, unsigned drive, const char *vol, const char *
 	bucket *bk = &c->b[h % BUCKETS];
 	pthread_mutex_t *mu = &c->mu[h % STRIPES];
 	pthread_mutex_lock(mu);
-	slot *s = find(bk, drive, vol, key, idlen);
+	slot *s = find(bk, h, drive, vol, key, idlen);
 	if (s) {
 		s->used = ++bk->tick;
 		fn(s->rec, s->len, arg);
@@ -169,7 +172,7 @@ void cn_rcache_put(cn_rcache *c, unsigned drive, const char *vol, const char *ke
 		free(copy);
 		return;
 	}
-	slot *s = find(bk, drive, vol, key, idlen);
+	slot *s = find(bk, h, drive, vol, key, idlen);
 	for (int w = 0; !s && w < WAYS; w++)
 		if (!bk->ways[w].id)
 			s = &bk->ways[w];
@@ -188,6 +191,7 @@ void cn_rcache_put(cn_rcache *c, unsigned drive, const char *vol, const char *ke
 	}
 	drop(c, s);
 	s->used = ++bk->tick;
+	s->h = h;
 	s->drive = drive;
 	s->id = id;
 	s->idlen = idlen;
@@ -208,7 +212,7 @@ void cn_rcache_invalidate(cn_rcache *c, unsigned ndrives, const char *vol, const
 		pthread_mutex_t *mu = &c->mu[h % STRIPES];
 		pthread_mutex_lock(mu);
 		bk->gen++; /* R1/R2: also when the key is not cached (it may be being read) */
-		slot *s = find(bk, d, vol, key, idlen);
+		slot *s = find(bk, h, d, vol, key, idlen);
 		if (s)
 			drop(c, s);
 		pthread_mutex_unlock(mu);

@@ -779,7 +779,7 @@ typedef struct decode_arg {
 static void decode_cached(const void *rec, size_t len, void *arg)
 {
 	decode_arg *a = arg;
-	a->e = cn_ec_meta_decode(rec, len, a->skip_inline, a->m);
+	a->e = cn_ec_meta_decode_verified(rec, len, a->skip_inline, a->m); /* CRC checked at insert */
 }
 
 static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, const char *key,
