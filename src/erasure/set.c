@@ -105,7 +105,8 @@ struct cn_ec_reader {
 	unsigned char *dptr[CN_EC_MAX_DRIVES]; /* the loaded block's data shards, in sh */
 	size_t blk_part, blk_idx, blk_len, blk_sl;
 	bool blk_valid;
-	unsigned char *sh;                  /* (k+m) * (HASH_LEN + shard_len) scratch */
+	unsigned char *sh;                  /* (k+m) * sh_stride scratch */
+	size_t sh_stride;                   /* HASH_LEN + shard_len of the largest block */
 };
 
 /* Reduces per-drive results to one verdict: CN_OK when at least quorum drives succeeded,
@@ -1205,7 +1206,7 @@ again:
 	memset(present, 0, sizeof present);
 	/* data shards first, then parity until K are good */
 	for (unsigned j = 0; j < n; j++) /* scratch: where missing shards are rebuilt */
-		ptr[j] = r->sh + (size_t)j * (HASH_LEN + cn_codec_shard_len(r->c, r->block_size)) + HASH_LEN;
+		ptr[j] = r->sh + (size_t)j * r->sh_stride + HASH_LEN;
 	for (unsigned j = 0; j < n && have < r->k; j++) {
 		int d = r->slot_of[j];
 		if (d >= 0 && read_shard(r, p, b, (size_t)d, sl, ptr[j] - HASH_LEN, &ptr[j])) {
@@ -1302,8 +1303,11 @@ static cn_err open_coded(cn_ec_reader *r, const char *vid, bool full, cn_ec_meta
 		}
 	}
 	if (!e) {
-		size_t fsl = cn_codec_shard_len(r->c, r->block_size);
-		r->sh = malloc(s->n * (HASH_LEN + fsl));
+		/* scratch for the largest block the object has: a 64 KiB object on 16 drives
+		 * needs 16 x 5.4 KiB, not 16 x 85 KiB */
+		size_t big = r->size < (int64_t)r->block_size ? (size_t)r->size : r->block_size;
+		r->sh_stride = HASH_LEN + cn_codec_shard_len(r->c, big);
+		r->sh = malloc(s->n * r->sh_stride);
 		if (!r->sh)
 			e = CN_ERR_NOMEM;
 	}
