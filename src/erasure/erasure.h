@@ -78,6 +78,9 @@ typedef struct cn_ec_set cn_ec_set;
 cn_err cn_ec_set_new(cn_drive **drives, size_t n, unsigned parity, unsigned parity_rrs,
                      cn_ec_set **out);
 void cn_ec_set_free(cn_ec_set *s);
+/* Gives the set a record cache of budget_bytes (erasure_int.h; 0: none), replacing the one
+ * it has (64 MiB from cn_ec_set_new). Only before the set is used. */
+cn_err cn_ec_set_cache(cn_ec_set *s, size_t budget_bytes);
 /* Takes slot i offline for good (a drive refused at start: wrong deployment or slot);
  * the drive is closed. */
 void cn_ec_set_refuse(cn_ec_set *s, size_t i);

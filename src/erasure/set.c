@@ -193,13 +193,12 @@ cn_err cn_ec_set_new(cn_drive **drives, size_t ndrives, unsigned parity, unsigne
 		if (!e && parity_rrs != parity)
 			e = cn_codec_new((unsigned)(ndrives - parity_rrs), parity_rrs, &s->codec_rrs);
 	}
-	/* CAIRN_RECORD_CACHE_MB per set (default 64; 0 disables): records up to 160 KiB */
-	const char *mb = getenv("CAIRN_RECORD_CACHE_MB");
-	size_t budget = (mb ? (size_t)strtoul(mb, NULL, 10) : 64) << 20;
-	if (!e && cn_rcache_new(budget, 160 * 1024, &s->rc) != CN_OK)
-		s->rc = NULL;
+	if (!e)
+		e = cn_ec_set_cache(s, (size_t)64 << 20);
 	if (e) {
+		cn_rcache_free(s->rc);
 		cn_codec_free(s->codec);
+		cn_codec_free(s->codec_rrs);
 		free(s);
 		return e;
 	}
@@ -215,6 +214,13 @@ cn_err cn_ec_set_new(cn_drive **drives, size_t ndrives, unsigned parity, unsigne
 	}
 	*out = s;
 	return CN_OK;
+}
+
+cn_err cn_ec_set_cache(cn_ec_set *s, size_t budget_bytes)
+{
+	cn_rcache_free(s->rc);
+	s->rc = NULL;
+	return cn_rcache_new(budget_bytes, 160 * 1024, &s->rc); /* records up to 160 KiB */
 }
 
 void cn_ec_set_free(cn_ec_set *s)

@@ -804,6 +804,12 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 			s->pools[p].nsets++;
 		}
 	}
+	/* CAIRN_RECORD_CACHE_MB: the record caches' budget for the whole store (default 64),
+	 * shared evenly by its sets; 0 turns them off */
+	const char *mb = getenv("CAIRN_RECORD_CACHE_MB");
+	size_t cache = (mb ? (size_t)strtoul(mb, NULL, 10) : 64) << 20;
+	for (size_t i = 0; i < s->nsets && !e; i++)
+		e = cn_ec_set_cache(s->sets[i], cache / s->nsets);
 	if (!e)
 		e = format_all(s, open_err);
 	free(open_err);
