@@ -31,26 +31,26 @@ record() { NAMES+=("$1"); RESULTS+=("$2"); DETAILS+=("$3"); }
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 T0=$SECONDS
 
-if want pytest; then
-	echo "=== pytest + boto3 ($($PY -c 'import boto3, botocore; print("boto3", boto3.__version__, "botocore", botocore.__version__)'))"
+# pytest_part NAME DRIVES [pytest args...]: the boto3 suite, its default server over DRIVES
+pytest_part() {
+	local name=$1 drives=$2 t=$SECONDS rc line LOGF
+	shift 2
 	LOGF=$(mktemp /tmp/cairn-pytest.XXXXXX)
-	t=$SECONDS
-	(cd "$HERE" && timeout 900 $PY -m pytest -q -p no:cacheprovider -rfE "$@" 2>&1) | tee "$LOGF"
+	(cd "$HERE" && CAIRN_TEST_DRIVES=$drives timeout 900 $PY -m pytest -q -p no:cacheprovider -rfE "$@" 2>&1) | tee "$LOGF"
 	rc=${PIPESTATUS[0]}
 	line=$(grep -E "^(=+ )?[0-9]+ (passed|failed|error)|(passed|failed|error).* in [0-9.]+s" "$LOGF" | tail -n 1 | sed 's/=//g; s/^ *//; s/ *$//')
 	rm -f "$LOGF"
-	record pytest $rc "${line:-no pytest summary} ($((SECONDS - t))s)"
+	record "$name" $rc "${line:-no pytest summary} ($((SECONDS - t))s)"
+}
+
+if want pytest; then
+	echo "=== pytest + boto3 ($($PY -c 'import boto3, botocore; print("boto3", boto3.__version__, "botocore", botocore.__version__)'))"
+	pytest_part pytest 1 "$@"
 fi
 
 if want pytest-ec; then
 	echo "=== pytest + boto3, default server over 4 drives (CAIRN_TEST_DRIVES=4)"
-	LOGF=$(mktemp /tmp/cairn-pytest.XXXXXX)
-	t=$SECONDS
-	(cd "$HERE" && CAIRN_TEST_DRIVES=4 timeout 900 $PY -m pytest -q -p no:cacheprovider -rfE "$@" 2>&1) | tee "$LOGF"
-	rc=${PIPESTATUS[0]}
-	line=$(grep -E "^(=+ )?[0-9]+ (passed|failed|error)|(passed|failed|error).* in [0-9.]+s" "$LOGF" | tail -n 1 | sed 's/=//g; s/^ *//; s/ *$//')
-	rm -f "$LOGF"
-	record pytest-ec $rc "${line:-no pytest summary} ($((SECONDS - t))s)"
+	pytest_part pytest-ec 4 "$@"
 fi
 
 if want durability; then
