@@ -775,8 +775,6 @@ static uint64_t rec_identity(const cn_ec_meta *m)
 
 typedef enum rec_kind { REC_CURRENT, REC_VERSION, REC_UPLOAD } rec_kind;
 
-/* Reads drive d's record. cache: through the record cache (current records only; never
- * for heal, which must see the drives as they are: erasure_int.h). */
 typedef struct decode_arg {
 	bool skip_inline;
 	cn_ec_meta *m;
@@ -789,6 +787,8 @@ static void decode_cached(const void *rec, size_t len, void *arg)
 	a->e = cn_ec_meta_decode_verified(rec, len, a->skip_inline, a->m); /* CRC checked at insert */
 }
 
+/* Reads drive d's record. cache: through the record cache (current records only; never
+ * for heal, which must see the drives as they are: erasure_int.h). */
 static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, const char *key,
                        const char *name, bool skip_inline, bool cache, cn_ec_meta *m)
 {
@@ -1115,11 +1115,9 @@ static bool coded_file(cn_ec_reader *r, size_t p, size_t d)
 	return true;
 }
 
-/* Reads slot d's [hash][shard] of block b of part p into out (HASH_LEN + sl bytes) and
- * checks the hash (E3). */
-/* Reads and verifies slot d's shard of block b (sl bytes) into out ([hash][shard]) and
- * points *at at the shard's bytes: in out, or for an inline stream where it already is in
- * memory (no copy). */
+/* Reads slot d's [hash][shard] of block b of part p into out (HASH_LEN + sl bytes),
+ * checks the hash (E3) and points *at at the shard's bytes: in out, or for an inline
+ * stream where it already is in memory (no copy). */
 static bool read_shard(cn_ec_reader *r, size_t p, size_t b, size_t d, size_t sl, unsigned char *out,
                        unsigned char **at)
 {
