@@ -881,7 +881,7 @@ static void expire_uploads(cn_obj_store *s, int64_t expiry_ms)
 	if (cn_ec_list_vols(s->sets[0], &vols, &nv))
 		return;
 	int64_t now = cn_now_ms();
-	for (size_t b = 0; b < nv && !s->stopping; b++) {
+	for (size_t b = 0; b < nv && !cn_periodic_stopping(&s->janitor); b++) {
 		if (!cn_obj_bucket_name_valid(vols[b].name))
 			continue;
 		cn_upload_info *v;
@@ -901,46 +901,21 @@ static void expire_uploads(cn_obj_store *s, int64_t expiry_ms)
 	free(vols);
 }
 
-static void *janitor(void *arg)
+static void janitor_run(void *arg)
 {
 	cn_obj_store *s = arg;
-	int64_t expiry = s->cfg.upload_expiry_ms > 0 ? s->cfg.upload_expiry_ms : DEFAULT_EXPIRY_MS;
-	int64_t every = s->cfg.upload_cleanup_ms > 0 ? s->cfg.upload_cleanup_ms : DEFAULT_CLEANUP_MS;
-	pthread_mutex_lock(&s->janitor_mu);
-	while (!s->stopping) {
-		struct timespec ts;
-		cn_deadline_after_ms(every, &ts);
-		pthread_cond_timedwait(&s->janitor_cv, &s->janitor_mu, &ts);
-		if (s->stopping)
-			break;
-		pthread_mutex_unlock(&s->janitor_mu);
-		expire_uploads(s, expiry);
-		pthread_mutex_lock(&s->janitor_mu);
-	}
-	pthread_mutex_unlock(&s->janitor_mu);
-	return NULL;
+	expire_uploads(s, s->cfg.upload_expiry_ms > 0 ? s->cfg.upload_expiry_ms : DEFAULT_EXPIRY_MS);
 }
 
 void cn_obj__janitor_start(cn_obj_store *s)
 {
-	pthread_mutex_init(&s->janitor_mu, NULL);
-	pthread_cond_init(&s->janitor_cv, NULL);
-	s->janitor_started = pthread_create(&s->janitor, NULL, janitor, s) == 0;
-	if (!s->janitor_started)
+	int64_t every = s->cfg.upload_cleanup_ms > 0 ? s->cfg.upload_cleanup_ms : DEFAULT_CLEANUP_MS;
+	if (cn_periodic_start(&s->janitor, every, janitor_run, s))
 		cn_log(CN_LOG_WARN, NULL, "object: cannot start the stale-upload cleaner; stale "
 		       "uploads stay until aborted");
 }
 
 void cn_obj__janitor_stop(cn_obj_store *s)
 {
-	if (!s->janitor_started)
-		return;
-	pthread_mutex_lock(&s->janitor_mu);
-	s->stopping = true;
-	pthread_cond_signal(&s->janitor_cv);
-	pthread_mutex_unlock(&s->janitor_mu);
-	pthread_join(s->janitor, NULL);
-	s->janitor_started = false;
-	pthread_mutex_destroy(&s->janitor_mu);
-	pthread_cond_destroy(&s->janitor_cv);
+	cn_periodic_stop(&s->janitor);
 }

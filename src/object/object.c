@@ -639,23 +639,9 @@ static void check_drives(cn_obj_store *s)
 	free(is_new);
 }
 
-static void *monitor_main(void *arg)
+static void monitor_run(void *arg)
 {
-	cn_obj_store *s = arg;
-	int64_t every = s->cfg.drive_check_ms > 0 ? s->cfg.drive_check_ms : 5000;
-	pthread_mutex_lock(&s->mon_mu);
-	while (!s->mon_stop) {
-		struct timespec ts;
-		cn_deadline_after_ms(every, &ts);
-		pthread_cond_timedwait(&s->mon_cv, &s->mon_mu, &ts);
-		if (s->mon_stop)
-			break;
-		pthread_mutex_unlock(&s->mon_mu);
-		check_drives(s);
-		pthread_mutex_lock(&s->mon_mu);
-	}
-	pthread_mutex_unlock(&s->mon_mu);
-	return NULL;
+	check_drives(arg);
 }
 
 static void monitor_start(cn_obj_store *s)
@@ -664,25 +650,14 @@ static void monitor_start(cn_obj_store *s)
 	if (s->cfg.drive_check_ms < 0 || total <= s->nsets) /* off, or one-drive sets only */
 		return;
 	s->mon_warned = calloc(total, sizeof *s->mon_warned);
-	if (!s->mon_warned)
-		return;
-	pthread_mutex_init(&s->mon_mu, NULL);
-	pthread_cond_init(&s->mon_cv, NULL);
-	s->monitor_started = pthread_create(&s->monitor, NULL, monitor_main, s) == 0;
+	if (s->mon_warned)
+		cn_periodic_start(&s->monitor, s->cfg.drive_check_ms > 0 ? s->cfg.drive_check_ms : 5000,
+		                  monitor_run, s);
 }
 
 static void monitor_stop(cn_obj_store *s)
 {
-	if (s->monitor_started) {
-		pthread_mutex_lock(&s->mon_mu);
-		s->mon_stop = true;
-		pthread_cond_broadcast(&s->mon_cv);
-		pthread_mutex_unlock(&s->mon_mu);
-		pthread_join(s->monitor, NULL);
-		pthread_mutex_destroy(&s->mon_mu);
-		pthread_cond_destroy(&s->mon_cv);
-		s->monitor_started = false;
-	}
+	cn_periodic_stop(&s->monitor);
 	free(s->mon_warned);
 	s->mon_warned = NULL;
 }

@@ -43,16 +43,10 @@ struct cn_obj_store {
 	/* background healing (heal.c) */
 	struct cn_obj_healer *healer;
 	/* background removal of stale multipart uploads (multipart.c) */
-	pthread_t janitor;
-	bool janitor_started, stopping;
-	pthread_mutex_t janitor_mu;
-	pthread_cond_t janitor_cv;
+	cn_periodic janitor;
 	/* drive monitor (object.c): drives removed or wiped and back are formatted into their
 	 * slot; mon_warned[at] remembers a foreign format already logged */
-	pthread_t monitor;
-	bool monitor_started, mon_stop;
-	pthread_mutex_t mon_mu;
-	pthread_cond_t mon_cv;
+	cn_periodic monitor;
 	bool *mon_warned;
 };
 

@@ -195,6 +195,60 @@ void cn_deadline_after_ms(int64_t ms, struct timespec *ts)
 	ts->tv_nsec = (long)(ns % 1000000000);
 }
 
+static void *periodic_main(void *arg)
+{
+	cn_periodic *p = arg;
+	pthread_mutex_lock(&p->mu);
+	while (!atomic_load(&p->stop)) {
+		struct timespec ts;
+		cn_deadline_after_ms(p->every_ms, &ts);
+		pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+		if (atomic_load(&p->stop))
+			break;
+		pthread_mutex_unlock(&p->mu);
+		p->fn(p->arg);
+		pthread_mutex_lock(&p->mu);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+cn_err cn_periodic_start(cn_periodic *p, int64_t every_ms, void (*fn)(void *arg), void *arg)
+{
+	p->every_ms = every_ms;
+	p->fn = fn;
+	p->arg = arg;
+	atomic_store(&p->stop, false);
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	p->started = pthread_create(&p->thread, NULL, periodic_main, p) == 0;
+	if (!p->started) {
+		pthread_mutex_destroy(&p->mu);
+		pthread_cond_destroy(&p->cv);
+		return CN_ERR_IO;
+	}
+	return CN_OK;
+}
+
+bool cn_periodic_stopping(cn_periodic *p)
+{
+	return atomic_load(&p->stop);
+}
+
+void cn_periodic_stop(cn_periodic *p)
+{
+	if (!p->started)
+		return;
+	pthread_mutex_lock(&p->mu);
+	atomic_store(&p->stop, true);
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->thread, NULL);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+	p->started = false;
+}
+
 int64_t cn_mono_ms(void)
 {
 	struct timespec ts;

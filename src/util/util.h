@@ -8,7 +8,9 @@
 #ifndef CN_UTIL_H
 #define CN_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -120,6 +122,25 @@ int64_t cn_mono_ms(void);         /* monotonic ms */
 /* The CLOCK_REALTIME instant ms from now, for pthread_cond_timedwait. */
 struct timespec;
 void cn_deadline_after_ms(int64_t ms, struct timespec *ts);
+
+/* A background thread that runs fn(arg) every every_ms until stopped (the store's drive
+ * monitor and stale-upload janitor). cn_periodic_start: CN_ERR_IO when the thread cannot
+ * be made (then nothing runs and stop is a no-op). cn_periodic_stop: wakes the thread and
+ * joins it; a run in progress finishes first (fn may poll cn_periodic_stopping to end
+ * early); safe on one that never started (zeroed). */
+typedef struct cn_periodic {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	atomic_bool stop;
+	bool started;
+	int64_t every_ms;
+	void (*fn)(void *arg);
+	void *arg;
+} cn_periodic;
+cn_err cn_periodic_start(cn_periodic *p, int64_t every_ms, void (*fn)(void *arg), void *arg);
+void cn_periodic_stop(cn_periodic *p);
+bool cn_periodic_stopping(cn_periodic *p);
 
 /* Call right after any ISA-L kernel (erasure code, CRC): its AVX-512 code returns with dirty
  * upper vector state, and the SSE code that runs next (libxxhash's XXH3, ...) then pays the

@@ -16,6 +16,7 @@ import random
 import shutil
 import subprocess
 import tempfile
+import time
 
 import pytest
 from botocore.exceptions import ClientError
@@ -136,6 +137,18 @@ def expect_unavailable(call):
 
 
 # --- layout and start-up ------------------------------------------------------------------------
+
+def wait_until(cond, seconds):
+    """Polls cond() every 0.5 s until it holds or seconds pass; returns its last value."""
+    deadline = time.time() + seconds
+    while not cond() and time.time() < deadline:
+        time.sleep(0.5)
+    return cond()
+
+
+def log_has(srv, text):
+    return lambda: text in open(srv.log_path).read()
+
 
 def run_server(args, env_extra, timeout=20):
     env = dict(os.environ)
@@ -365,7 +378,6 @@ def test_removed_drive_formatted_when_it_reappears(need_multi_drive, drive_serve
     """A drive folder removed while running and made again (a disk swapped under its mount
     point) is formatted into its slot within a few drive checks (every 5 s), gets the
     buckets back and is healed: proven by reading everything with M other drives gone."""
-    import time
     n, m = 4, 2
     srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
     s3 = make_client(srv)
@@ -377,17 +389,13 @@ def test_removed_drive_formatted_when_it_reappears(need_multi_drive, drive_serve
     shutil.rmtree(victim)
     check_all(s3, b, objs, ranges=False)
     os.mkdir(victim)
-    want = f"drive {victim} is back and was empty: formatted into pool 0 set 0 slot 1"
-    deadline = time.time() + 60
-    while time.time() < deadline and want not in open(srv.log_path).read():
-        time.sleep(0.5)
-    assert want in open(srv.log_path).read()
+    assert wait_until(log_has(srv, f"drive {victim} is back and was empty: formatted into pool 0 "
+                                   "set 0 slot 1"), 60)
     text = open(os.path.join(victim, ".cairn.sys", "format")).read()
     assert "drive 1\n" in text and f"drives-per-set {n}\n" in text
     assert os.path.isdir(os.path.join(victim, b))
     # the heal scan that follows puts every object's record back on the victim
-    while time.time() < deadline and not all(files_of(victim, b, k, "%meta") for k in objs):
-        time.sleep(0.5)
+    wait_until(lambda: all(files_of(victim, b, k, "%meta") for k in objs), 60)
     missing = [k for k in objs if not files_of(victim, b, k, "%meta")]
     assert not missing, missing
     # the victim's shards are right: with M other drives gone, every byte still reads
@@ -404,7 +412,6 @@ def test_reappearing_drive_with_another_slots_format_is_left_alone(need_multi_dr
     """A drive folder that comes back holding another slot's format (a copy of drive 3 put
     in drive 2's place) is not formatted over: logged once, its format untouched, and the
     objects still read."""
-    import time
     n = 4
     srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
     s3 = make_client(srv)
@@ -415,9 +422,7 @@ def test_reappearing_drive_with_another_slots_format_is_left_alone(need_multi_dr
     shutil.rmtree(drives[1])
     shutil.copytree(drives[2], drives[1], symlinks=True)
     want = f"drive {drives[1]} (pool 0 set 0 slot 1) now holds a format record that is not this slot's"
-    deadline = time.time() + 30
-    while time.time() < deadline and want not in open(srv.log_path).read():
-        time.sleep(0.5)
+    wait_until(log_has(srv, want), 30)
     log = open(srv.log_path).read()
     assert log.count(want) == 1, log[-3000:]
     assert "drive 2\n" in open(os.path.join(drives[1], ".cairn.sys", "format")).read()
