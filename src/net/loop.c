@@ -449,7 +449,9 @@ static void expire(cn_net *n)
  * next request usually arrives within microseconds, and serving it on the same thread
  * saves two thread hand-offs (and their context switches) per request. Only when no other
  * connection waits for a worker; the wait is short (linger_ms) so idle connections return
- * to the loop quickly. Returns true when a complete head is buffered. */
+ * to the loop quickly; never after a request the handler marked loop_next (a small read:
+ * the loop's inline handler serves the next ones without any hand-off, net.h). Returns
+ * true when a complete head is buffered. */
 static bool linger(cn_net *n, cn_conn *c)
 {
 	if (n->cfg.linger_ms <= 0 || n->stopping)
@@ -518,7 +520,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&n->mu);
 
 		cn_conn_verdict v = n->handler(n->ctx, c);
-		while (v == CN_CONN_KEEP && linger(n, c))
+		while (v == CN_CONN_KEEP && !(c->loop_next && n->cfg.inline_handler) && linger(n, c))
 			v = n->handler(n->ctx, c);
 		if (v == CN_CONN_CLOSE) {
 			close(c->fd); /* closing removes it from epoll */

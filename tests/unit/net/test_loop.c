@@ -1,0 +1,138 @@
+/* Unit tests for the event loop's hand-offs (src/net/loop.c): a worker lingers on its
+ * connection for the client's next request, except after a request it marked loop_next
+ * (net.h), whose connection goes back to the loop so that the next small reads are
+ * served by the inline handler. The response body says who served: 'W' a worker, 'I' the
+ * loop's inline handler. */
+#include "net/net.h"
+#include "test.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static bool mark_loop_next; /* the worker sets loop_next after a GET */
+
+static const char *head_end(cn_conn *c)
+{
+	return memmem(c->buf + c->off, c->len - c->off, "\r\n\r\n", 4);
+}
+
+static const char resp_w[] = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nW";
+static const char resp_i[] = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nI";
+
+static cn_conn_verdict worker(void *ctx, cn_conn *c)
+{
+	(void)ctx;
+	while (cn_conn_has_head(c)) {
+		const char *end = head_end(c);
+		bool get = strncmp(c->buf + c->off, "GET ", 4) == 0;
+		c->off = (size_t)(end + 4 - c->buf);
+		if (cn_conn_write(c, resp_w, sizeof resp_w - 1))
+			return CN_CONN_CLOSE;
+		c->loop_next = get && mark_loop_next;
+	}
+	return CN_CONN_KEEP;
+}
+
+static cn_conn_verdict inline_h(void *ctx, cn_conn *c)
+{
+	(void)ctx;
+	if (strncmp(c->buf + c->off, "GET ", 4) != 0)
+		return CN_CONN_DEFER;
+	const char *end = head_end(c);
+	c->off = (size_t)(end + 4 - c->buf);
+	c->out = malloc(sizeof resp_i - 1);
+	if (!c->out)
+		return CN_CONN_CLOSE;
+	memcpy(c->out, resp_i, sizeof resp_i - 1);
+	c->out_off = 0;
+	c->out_len = sizeof resp_i - 1;
+	return CN_CONN_KEEP;
+}
+
+static void *run(void *arg)
+{
+	cn_net_run(arg, 1000);
+	return NULL;
+}
+
+/* Sends one request, returns the served-by letter ('?' on error). */
+static char ask(int fd, const char *method)
+{
+	char req[64];
+	int n = snprintf(req, sizeof req, "%s / HTTP/1.1\r\nHost: x\r\n\r\n", method);
+	if (write(fd, req, (size_t)n) != n)
+		return '?';
+	char buf[64];
+	size_t got = 0, want = sizeof resp_w - 1;
+	while (got < want) {
+		ssize_t r = read(fd, buf + got, want - got);
+		if (r <= 0)
+			return '?';
+		got += (size_t)r;
+	}
+	return buf[want - 1];
+}
+
+/* Serves PUT, GET, GET, GET on one connection; returns who served each ("WWWW"). */
+static void session(bool with_inline, bool loop_next, char out[5])
+{
+	mark_loop_next = loop_next;
+	cn_net_config cfg = { .host = "127.0.0.1", .port = 0, .workers = 2, .linger_ms = 2000,
+	                      .inline_handler = with_inline ? inline_h : NULL };
+	cn_net *n = NULL;
+	strcpy(out, "????");
+	if (cn_net_new(&cfg, worker, NULL, &n) != CN_OK)
+		return;
+	pthread_t th;
+	pthread_create(&th, NULL, run, n);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)cn_net_port(n)) };
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+		out[0] = ask(fd, "PUT");
+		out[1] = ask(fd, "GET");
+		out[2] = ask(fd, "GET");
+		out[3] = ask(fd, "GET");
+	}
+	close(fd);
+	cn_net_stop(n);
+	pthread_join(th, NULL);
+	cn_net_free(n);
+}
+
+TEST(worker_lingers_without_loop_next)
+{
+	char who[5];
+	/* the PUT goes to a worker (inline handler defers it); the worker lingers (2 s) and
+	 * serves the GETs that follow at once */
+	session(true, false, who);
+	CHECK_EQ_STR(who, "WWWW");
+}
+
+TEST(loop_next_hands_the_connection_back)
+{
+	char who[5];
+	/* the first GET arrives while the worker lingers; it marks loop_next, so the
+	 * connection returns to the loop and the next GETs are served inline */
+	session(true, true, who);
+	CHECK_EQ_STR(who, "WWII");
+}
+
+TEST(loop_next_without_inline_handler_keeps_lingering)
+{
+	char who[5];
+	session(false, true, who);
+	CHECK_EQ_STR(who, "WWWW");
+}
+
+int main(void)
+{
+	RUN(worker_lingers_without_loop_next);
+	RUN(loop_next_hands_the_connection_back);
+	RUN(loop_next_without_inline_handler_keeps_lingering);
+	TEST_END();
+}
