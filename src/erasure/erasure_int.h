@@ -34,8 +34,14 @@ bool cn_rcache_get(cn_rcache *c, unsigned drive, const char *vol, const char *ke
  * not call the cache) and returns true; no copy. Miss: returns false and sets *gen. */
 bool cn_rcache_visit(cn_rcache *c, unsigned drive, const char *vol, const char *key,
                      void (*fn)(const void *rec, size_t len, void *arg), void *arg, uint64_t *gen);
+/* Caches a copy of a record read from drive slot `drive` after the miss that returned gen. */
 void cn_rcache_put(cn_rcache *c, unsigned drive, const char *vol, const char *key, const void *rec,
                    size_t len, uint64_t gen);
+/* The same without a copy: on true the cache owns rec (malloc'ed; len bytes are
+ * accounted, so the caller trims a larger allocation first); on false (not cached: over
+ * the budget or the size limit, or R2) the caller still owns it. */
+bool cn_rcache_adopt(cn_rcache *c, unsigned drive, const char *vol, const char *key, char *rec,
+                     size_t len, uint64_t gen);
 /* Invalidates the key's entries of slots 0..ndrives-1 (R1). */
 void cn_rcache_invalidate(cn_rcache *c, unsigned ndrives, const char *vol, const char *key);
 /* Drops every entry (bucket deletion). */

@@ -11,6 +11,7 @@
                   a colliding pair from evicting each other on every GET (measured:
                   direct-mapped, 300 objects x 12 records missed on most GETs) */
 #define STRIPES 256
+#define ID_MAX 2048 /* bucket name, NUL and key (<= 1024 bytes) fit */
 
 typedef struct slot {
 	uint64_t h;     /* hash_id of the entry: compared before id */
@@ -146,31 +147,29 @@ bool cn_rcache_get(cn_rcache *c, unsigned drive, const char *vol, const char *ke
 	return cn_rcache_visit(c, drive, vol, key, copy_out, &a, gen) && a.ok;
 }
 
-void cn_rcache_put(cn_rcache *c, unsigned drive, const char *vol, const char *key, const void *rec,
-                   size_t len, uint64_t gen)
+bool cn_rcache_adopt(cn_rcache *c, unsigned drive, const char *vol, const char *key, char *rec,
+                     size_t len, uint64_t gen)
 {
-	if (!c || len > c->max_record)
-		return;
+	if (!c || !rec || len > c->max_record)
+		return false;
 	size_t idlen;
 	uint64_t h = hash_id(drive, vol, key, &idlen);
-	char *id = malloc(idlen), *copy = malloc(len ? len : 1);
-	if (!id || !copy) {
-		free(id);
-		free(copy);
-		return;
-	}
+	/* full beyond what one eviction could free (a record and its id): not worth the lock */
+	if (atomic_load(&c->bytes) + len + idlen > c->budget + c->max_record + ID_MAX)
+		return false;
+	char *id = malloc(idlen);
+	if (!id)
+		return false;
 	size_t vl = strlen(vol);
 	memcpy(id, vol, vl + 1);
 	memcpy(id + vl + 1, key, idlen - vl - 1);
-	memcpy(copy, rec, len);
 	bucket *bk = &c->b[h % BUCKETS];
 	pthread_mutex_t *mu = &c->mu[h % STRIPES];
 	pthread_mutex_lock(mu);
 	if (bk->gen != gen) { /* R2: a writer invalidated since the caller read the drives */
 		pthread_mutex_unlock(mu);
 		free(id);
-		free(copy);
-		return;
+		return false;
 	}
 	slot *s = find(bk, h, drive, vol, key, idlen);
 	for (int w = 0; !s && w < WAYS; w++)
@@ -186,8 +185,7 @@ void cn_rcache_put(cn_rcache *c, unsigned drive, const char *vol, const char *ke
 	if (atomic_load(&c->bytes) - freed + len + idlen > c->budget) {
 		pthread_mutex_unlock(mu); /* full: only an eviction in this bucket could make room */
 		free(id);
-		free(copy);
-		return;
+		return false;
 	}
 	drop(c, s);
 	s->used = ++bk->tick;
@@ -195,10 +193,23 @@ void cn_rcache_put(cn_rcache *c, unsigned drive, const char *vol, const char *ke
 	s->drive = drive;
 	s->id = id;
 	s->idlen = idlen;
-	s->rec = copy;
+	s->rec = rec;
 	s->len = len;
 	atomic_fetch_add(&c->bytes, len + idlen);
 	pthread_mutex_unlock(mu);
+	return true;
+}
+
+void cn_rcache_put(cn_rcache *c, unsigned drive, const char *vol, const char *key, const void *rec,
+                   size_t len, uint64_t gen)
+{
+	if (!c || len > c->max_record)
+		return;
+	char *copy = malloc(len ? len : 1);
+	if (copy && len)
+		memcpy(copy, rec, len);
+	if (!cn_rcache_adopt(c, drive, vol, key, copy, len, gen))
+		free(copy);
 }
 
 void cn_rcache_invalidate(cn_rcache *c, unsigned ndrives, const char *vol, const char *key)

@@ -819,8 +819,14 @@ static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
 			cn_ec_meta_fini(m);
 			e = CN_ERR_CORRUPT; /* a record of another slot or layout */
 		}
-		if (!e && cache)
-			cn_rcache_put(s->rc, (unsigned)d, vol, key, rec.p, rec.len, gen); /* R2 */
+		if (!e && cache) {
+			/* the cache takes the buffer itself (no copy), trimmed to the record */
+			char *p = rec.cap > rec.len + 1 ? realloc(rec.p, rec.len + 1) : rec.p;
+			if (p)
+				rec.p = p, rec.cap = rec.len + 1;
+			if (p && cn_rcache_adopt(s->rc, (unsigned)d, vol, key, p, rec.len, gen)) /* R2 */
+				cn_buf_init(&rec);
+		}
 		if (e == CN_ERR_CORRUPT)
 			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt record of %s/%s%s%s",
 			       dr ? dr->endpoint : "?", vol, key, name ? " " : "", name ? name : "");

@@ -142,6 +142,50 @@ TEST(working_set_of_an_erasure_set_stays_cached)
 	cn_rcache_free(c);
 }
 
+TEST(adopt_takes_the_buffer_only_when_it_caches_it)
+{
+	cn_rcache *c;
+	CHECK_EQ_INT(cn_rcache_new(4096, 1000, &c), CN_OK);
+	cn_buf b;
+	cn_buf_init(&b);
+	uint64_t gen;
+	CHECK(!cn_rcache_get(c, 0, "v", "k", &b, &gen));
+	char *rec = strdup("RECORD");
+	CHECK(cn_rcache_adopt(c, 0, "v", "k", rec, 6, gen)); /* the cache owns rec now */
+	CHECK(cn_rcache_get(c, 0, "v", "k", &b, &gen) && b.len == 6 && memcmp(b.p, "RECORD", 6) == 0);
+	/* refused: over max_record, or R2 (an invalidation since the miss); the caller keeps
+	 * its buffer (ASan reports a leak or double free otherwise) */
+	char *big = calloc(1, 1001);
+	CHECK(!cn_rcache_get(c, 0, "v", "big", &b, &gen));
+	CHECK(!cn_rcache_adopt(c, 0, "v", "big", big, 1001, gen));
+	free(big);
+	CHECK(!cn_rcache_get(c, 0, "v", "x", &b, &gen));
+	cn_rcache_invalidate(c, 1, "v", "x");
+	char *stale = strdup("OLD");
+	CHECK(!cn_rcache_adopt(c, 0, "v", "x", stale, 3, gen));
+	free(stale);
+	/* full: 4 records of 900 bytes fill the 4096-byte budget, later ones are refused
+	 * (unless they replace one of their bucket) and stay the caller's */
+	int taken = 0;
+	for (int i = 0; i < 12; i++) {
+		char key[16];
+		snprintf(key, sizeof key, "f%d", i);
+		cn_rcache_get(c, 0, "v", key, &b, &gen);
+		char *r = calloc(1, 900);
+		if (cn_rcache_adopt(c, 0, "v", key, r, 900, gen))
+			taken++;
+		else
+			free(r);
+	}
+	size_t bytes;
+	uint64_t hits, misses;
+	cn_rcache_stats(c, &hits, &misses, &bytes);
+	CHECK(taken >= 3 && taken < 12);
+	CHECK(bytes <= 4096);
+	cn_buf_fini(&b);
+	cn_rcache_free(c); /* frees the adopted buffers */
+}
+
 int main(void)
 {
 	RUN(working_set_of_an_erasure_set_stays_cached);
@@ -149,5 +193,6 @@ int main(void)
 	RUN(hit_after_put_and_miss_after_invalidate);
 	RUN(stale_reader_cannot_insert);
 	RUN(limits_and_clear);
+	RUN(adopt_takes_the_buffer_only_when_it_caches_it);
 	TEST_END();
 }
