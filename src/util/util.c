@@ -87,14 +87,16 @@ void cn_buf_fini(cn_buf *b)
 	cn_buf_init(b);
 }
 
-cn_err cn_buf_reserve(cn_buf *b, size_t extra)
+/* Room for extra more bytes and a NUL: the capacity doubles (amortised appends) or, when
+ * exact, is just what is needed. */
+static cn_err buf_grow(cn_buf *b, size_t extra, bool exact)
 {
 	if (extra > SIZE_MAX / 2 - b->len)
 		return CN_ERR_NOMEM;
 	size_t need = b->len + extra + 1;
 	if (need <= b->cap)
 		return CN_OK;
-	size_t cap = b->cap ? b->cap : 256;
+	size_t cap = exact ? need : b->cap ? b->cap : 256;
 	while (cap < need)
 		cap *= 2;
 	char *p = realloc(b->p, cap);
@@ -103,6 +105,16 @@ cn_err cn_buf_reserve(cn_buf *b, size_t extra)
 	b->p = p;
 	b->cap = cap;
 	return CN_OK;
+}
+
+cn_err cn_buf_reserve(cn_buf *b, size_t extra)
+{
+	return buf_grow(b, extra, false);
+}
+
+cn_err cn_buf_reserve_exact(cn_buf *b, size_t extra)
+{
+	return buf_grow(b, extra, true);
 }
 
 cn_err cn_buf_append(cn_buf *b, const void *p, size_t len)

@@ -89,6 +89,9 @@ typedef struct cn_buf {
 void cn_buf_init(cn_buf *b);
 void cn_buf_fini(cn_buf *b);
 cn_err cn_buf_reserve(cn_buf *b, size_t extra);
+/* The same without rounding up: room for exactly `extra` more bytes (and the NUL), for
+ * buffers whose final size is known (a file read whole). */
+cn_err cn_buf_reserve_exact(cn_buf *b, size_t extra);
 cn_err cn_buf_append(cn_buf *b, const void *p, size_t len);
 cn_err cn_buf_puts(cn_buf *b, const char *s);
 cn_err cn_buf_printf(cn_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

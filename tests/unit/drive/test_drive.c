@@ -288,11 +288,39 @@ TEST(test_reopen)
 	cn_drive_close(d);
 }
 
+/* Records read whole at every size around the first read's 64 KiB step (read_file_at:
+ * one read, then the size from fstat), and the limit at the byte. */
+TEST(test_record_sizes)
+{
+	cn_drive *d = open_fresh(false);
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	static const size_t sizes[] = { 0, 1, 65535, 65536, 65537, 131072, 300001 };
+	char *rec = malloc(300001);
+	cn_buf b;
+	cn_buf_init(&b);
+	for (size_t i = 0; rec && i < sizeof sizes / sizeof *sizes; i++) {
+		size_t n = sizes[i];
+		for (size_t j = 0; j < n; j++)
+			rec[j] = (char)('a' + (j * 7 + i) % 26);
+		char id[33];
+		cn_drive_random_id(id);
+		CHECK_EQ_INT(d->ops->rename_data(d, id, NULL, "vol", "k", rec, n), CN_OK);
+		CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", n, &b), CN_OK);
+		CHECK(b.len == n && (n == 0 || memcmp(b.p, rec, n) == 0) && b.p[n] == 0);
+		if (n > 0)
+			CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", n - 1, &b), CN_ERR_TOO_LARGE);
+	}
+	cn_buf_fini(&b);
+	free(rec);
+	cn_drive_close(d);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
 	snprintf(base, sizeof base, "/tmp/cn_drive_test.%d", (int)getpid());
 	RUN(test_layout_and_escaping);
+	RUN(test_record_sizes);
 	RUN(test_walk);
 	RUN(test_sys_and_vols);
 	RUN(test_group_commit);
