@@ -367,9 +367,10 @@ static cn_err write_all(local_drive *d, int fd, const void *p, size_t len, const
 }
 
 /* Reads the whole file at path into out (at most max bytes). ENOENT/ENOTDIR -> notfound.
- * A record costs open, fstat, one read, close (a read that returns less than asked is the
- * end of a regular file). Without the fstat a 65 KiB record took two reads and a 64 KiB
- * regrowth copy. A folder at path fails the read with EISDIR -> CN_ERR_CORRUPT. */
+ * A record of up to 64 KiB costs open, one read, close (a read that returns less than
+ * asked is the end of a regular file; this is on every uncached GET's path, once per
+ * drive read); a larger one an fstat and one more read. A folder at path fails the read
+ * with EISDIR -> CN_ERR_CORRUPT. */
 static cn_err read_file_at(local_drive *d, const char *path, size_t max, cn_buf *out,
                            cn_err notfound)
 {
@@ -381,12 +382,7 @@ static cn_err read_file_at(local_drive *d, const char *path, size_t max, cn_buf 
 		return map_errno(d, errno, "opening", path);
 	}
 	cn_err e = CN_OK;
-	/* Sized by fstat: one read of size + 1 bytes into an exact buffer (a short count is
-	 * the end); 64 KiB steps when the size is unknown or the file grows meanwhile. */
 	size_t want = 64 * 1024;
-	struct stat st;
-	if (fstat(fd, &st) == 0 && st.st_size >= 0 && (uint64_t)st.st_size < max)
-		want = (size_t)st.st_size + 1;
 	for (;;) {
 		if (want > max + 1 - out->len)
 			want = max + 1 - out->len;
@@ -406,7 +402,14 @@ static cn_err read_file_at(local_drive *d, const char *path, size_t max, cn_buf 
 		out->len += (size_t)n;
 		if ((size_t)n < want)
 			break; /* end of file */
-		want = out->len; /* grow geometrically */
+		/* Larger than the first read: fstat tells the rest, read into an exact buffer
+		 * (a 65 KiB record grew to 128 KiB and took a third read before). */
+		struct stat st;
+		if (fstat(fd, &st) == 0 && st.st_size >= 0 && (uint64_t)st.st_size >= out->len &&
+		    (uint64_t)st.st_size < max)
+			want = (size_t)st.st_size - out->len + 1;
+		else
+			want = out->len; /* grow geometrically */
 	}
 	if (!e && out->len > max)
 		e = CN_ERR_TOO_LARGE;
