@@ -403,7 +403,7 @@ static cn_err read_file_at(local_drive *d, const char *path, size_t max, cn_buf 
 		if ((size_t)n < want)
 			break; /* end of file */
 		/* Larger than the first read: fstat tells the rest, read into an exact buffer
-		 * (a 65 KiB record grew to 128 KiB and took a third read before). */
+		 * (doubling grew a 65 KiB record's buffer to 128 KiB). */
 		struct stat st;
 		if (fstat(fd, &st) == 0 && st.st_size >= 0 && (uint64_t)st.st_size >= out->len &&
 		    (uint64_t)st.st_size < max)

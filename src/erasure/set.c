@@ -822,10 +822,12 @@ static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
 		if (!e && cache) {
 			/* the cache takes the buffer itself (no copy), trimmed to the record */
 			char *p = rec.cap > rec.len + 1 ? realloc(rec.p, rec.len + 1) : rec.p;
-			if (p)
-				rec.p = p, rec.cap = rec.len + 1;
-			if (p && cn_rcache_adopt(s->rc, (unsigned)d, vol, key, p, rec.len, gen)) /* R2 */
-				cn_buf_init(&rec);
+			if (p) {
+				rec.p = p;
+				rec.cap = rec.len + 1;
+				if (cn_rcache_adopt(s->rc, (unsigned)d, vol, key, p, rec.len, gen)) /* R2 */
+					cn_buf_init(&rec);
+			}
 		}
 		if (e == CN_ERR_CORRUPT)
 			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt record of %s/%s%s%s",

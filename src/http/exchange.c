@@ -462,9 +462,10 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, void *ctx, bool 
 	 * LOOP_NEXT_MAX: for larger reads the thread hand-off is a smaller share of the cost
 	 * and serving them on workers spreads them over the cores (measured: 64 KiB GETs were
 	 * ~7 % fewer per second on the one loop thread, 4 KiB GETs 10 % more; docs/PERF.md). */
-	c->loop_next = !inline_mode && !x.sent_fd && (x.is_head || (x.resp_len >= 0 && x.resp_len <= LOOP_NEXT_MAX)) &&
-	               !x.req.chunked && x.req.content_length <= 0 &&
-	               (cn_str_eq_c(x.req.method, "GET") || x.is_head);
+	bool bodiless_read = (x.is_head || cn_str_eq_c(x.req.method, "GET")) && !x.req.chunked &&
+	                     x.req.content_length <= 0;
+	bool small_answer = x.is_head || (!x.sent_fd && x.resp_len >= 0 && x.resp_len <= LOOP_NEXT_MAX);
+	c->loop_next = !inline_mode && bodiless_read && small_answer;
 	free(x.head);
 	cn_buf_fini(&x.hdrs);
 	cn_buf_fini(&x.headbuf);
