@@ -30,8 +30,6 @@
 #define DEFAULT_SKEW_MS (15 * 60 * 1000LL)
 #define MAX_PRESIGN_EXPIRES 604800
 
-static const char EMPTY_SHA256[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-
 /* ---- small helpers --------------------------------------------------------------------- */
 
 static char lower(char c)
@@ -733,7 +731,7 @@ static cn_auth_err v4_header(const cn_auth_config *cfg, const cn_http_req *req, 
 			return CN_AUTH_BAD_CONTENT_SHA256;
 		}
 	} else if (req->content_length <= 0 && !req->chunked) {
-		ph = CN_STR(EMPTY_SHA256);
+		ph = CN_STR(CN_EMPTY_SHA256);
 		out->payload = CN_PAYLOAD_SHA256;
 	} else {
 		ph = CN_STR("UNSIGNED-PAYLOAD");
@@ -1157,7 +1155,7 @@ static cn_err st_chunk_end(void *ctx, cn_str signature)
 	EVP_DigestInit_ex(st->sha_ctx, EVP_sha256(), NULL);
 	cn_hex_encode(d, 32, h);
 	sign_sts(st->auth->signing_key, "AWS4-HMAC-SHA256-PAYLOAD", cn_str_c(st->auth->amz_date),
-		 cn_str_c(st->auth->scope), cn_str_c(st->prev_sig), EMPTY_SHA256, h, sig);
+		 cn_str_c(st->auth->scope), cn_str_c(st->prev_sig), CN_EMPTY_SHA256, h, sig);
 	if (!sig_eq_hex(sig, signature))
 		return stream_fail(st);
 	memcpy(st->prev_sig, sig, 65);

@@ -20,6 +20,9 @@
 #include "http/http.h"
 
 /* The authentication outcome codes; the s3 layer maps each to its S3 error. */
+/* SHA-256 of the empty string, lowercase hex: the payload hash of every bodiless request. */
+#define CN_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
 typedef enum cn_auth_err {
 	CN_AUTH_OK = 0,
 	CN_AUTH_ANONYMOUS,              /* no credentials at all (caller decides: AccessDenied) */

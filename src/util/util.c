@@ -272,11 +272,40 @@ static const char *const wdays[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "
 static const char *const months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
 				       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
 
+static char *put_2digits(char *p, int v)
+{
+	p[0] = (char)('0' + v / 10);
+	p[1] = (char)('0' + v % 10);
+	return p + 2;
+}
+
 void cn_time_http(int64_t ms, char out[30])
 {
 	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
 	gmtime_r(&t, &tm);
+	int year = tm.tm_year + 1900;
+	if (year >= 0 && year <= 9999) {
+		/* by hand: every GET's Last-Modified; snprintf cost ~3,400 instructions here */
+		char *p = out;
+		memcpy(p, wdays[tm.tm_wday], 3);
+		p[3] = ',';
+		p[4] = ' ';
+		p = put_2digits(p + 5, tm.tm_mday);
+		*p++ = ' ';
+		memcpy(p, months[tm.tm_mon], 3);
+		p[3] = ' ';
+		p = put_2digits(p + 4, year / 100);
+		p = put_2digits(p, year % 100);
+		*p++ = ' ';
+		p = put_2digits(p, tm.tm_hour);
+		*p++ = ':';
+		p = put_2digits(p, tm.tm_min);
+		*p++ = ':';
+		p = put_2digits(p, tm.tm_sec);
+		memcpy(p, " GMT", 5);
+		return;
+	}
 	char tmp[96];
 	snprintf(tmp, sizeof tmp, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[tm.tm_wday], tm.tm_mday,
 		 months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);

@@ -260,6 +260,18 @@ def test_signed_payload_tampered(server, s3, bucket):
         s3.head_object(Bucket=bucket, Key="tamper")
 
 
+def test_signed_payload_empty_body(server, s3, bucket):
+    # an empty body is checked against the declared hash like any other (the server skips
+    # hashing only when the declared hash is the empty string's)
+    r = raw(server, "PUT", f"/{bucket}/empty-bad", body=b"", payload_hash=hashlib.sha256(b"x").hexdigest())
+    assert r.status == 400 and r.error().get("Code") == "XAmzContentSHA256Mismatch", r
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="empty-bad")
+    r = raw(server, "PUT", f"/{bucket}/empty-good", body=b"", payload_hash=hashlib.sha256(b"").hexdigest())
+    assert r.status == 200, r
+    assert s3.head_object(Bucket=bucket, Key="empty-good")["ContentLength"] == 0
+
+
 def test_signed_payload_tampered_large(server, s3, bucket):
     good = rand_bytes(3 * 1024 * 1024)
     bad = good[:-1] + bytes([good[-1] ^ 1])
