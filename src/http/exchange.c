@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <time.h>
+#include <unistd.h>
 
 #define DRAIN_MAX (1 << 20)
 
@@ -35,10 +37,12 @@ struct cn_http_exchange {
 	cn_buf headbuf;          /* the full head, built by send_head */
 	bool head_built, head_sent, close;
 	bool is_head;
-	bool inline_mode;        /* on the loop thread: output goes to obuf, never blocks */
+	bool inline_mode;        /* on the loop thread: output never blocks (out_write) */
 	bool deferred;           /* inline request that must be redone on a worker */
+	bool on_wire;            /* inline: response bytes reached the socket (no deferral now) */
 	bool sent_fd;            /* the body went out with sendfile (a large read) */
-	cn_buf obuf;
+	cn_buf obuf;             /* inline: what the socket did not take yet; the loop sends it */
+	size_t inline_total;     /* inline: response bytes written so far (sent or in obuf) */
 	int64_t resp_len, resp_sent;
 	cn_writer writer;
 };
@@ -253,28 +257,45 @@ static cn_err build_head(cn_http_exchange *x, int64_t length)
 /* Worker-served reads up to this size hand their connection back to the loop (net.h). */
 #define LOOP_NEXT_MAX (16 * 1024)
 
-static cn_err out_write(cn_http_exchange *x, const void *a, size_t alen, const void *b, size_t blen)
+/* Response bytes a then b. On a worker: blocking writes. Inline (the loop thread): as much
+ * as the socket takes now goes straight to it (no copy of the body), the rest waits in obuf
+ * for the loop; once anything is behind obuf, everything after it queues there too, in
+ * order. A response larger than INLINE_MAX defers the request to a worker, which is only
+ * possible while nothing is on the wire. more: further bytes of this response follow. */
+static cn_err out_write(cn_http_exchange *x, const void *a, size_t alen, const void *b, size_t blen,
+                        bool more)
 {
 	if (!x->inline_mode)
-		return cn_conn_write2(x->c, a, alen, b, blen);
+		return cn_conn_write2(x->c, a, alen, b, blen, more);
 	if (x->deferred)
 		return CN_ERR_BUSY;
-	if (x->obuf.len + alen + blen > INLINE_MAX) {
+	if (x->inline_total + alen + blen > INLINE_MAX) {
+		if (x->on_wire) /* not reached: bodies over INLINE_MAX / 2 defer at send_head */
+			return CN_ERR_TOO_LARGE;
 		x->deferred = true;
 		return CN_ERR_BUSY;
 	}
-	cn_err e = cn_buf_append(&x->obuf, a, alen);
-	if (!e && blen)
-		e = cn_buf_append(&x->obuf, b, blen);
+	x->inline_total += alen + blen;
+	size_t sent = 0;
+	if (x->obuf.len == 0) {
+		cn_err e = cn_conn_send_now(x->c, a, alen, b, blen, more, &sent);
+		if (e)
+			return e;
+		x->on_wire |= sent > 0;
+	}
+	size_t sa = sent < alen ? sent : alen, sb = sent - sa;
+	cn_err e = sa < alen ? cn_buf_append(&x->obuf, (const char *)a + sa, alen - sa) : CN_OK;
+	if (!e && sb < blen)
+		e = cn_buf_append(&x->obuf, (const char *)b + sb, blen - sb);
 	return e;
 }
 
-static cn_err flush_head(cn_http_exchange *x, const void *body, size_t len)
+static cn_err flush_head(cn_http_exchange *x, const void *body, size_t len, bool more)
 {
 	if (x->head_sent)
-		return len ? out_write(x, body, len, NULL, 0) : CN_OK;
+		return len ? out_write(x, body, len, NULL, 0, more) : CN_OK;
 	x->head_sent = true;
-	cn_err e = out_write(x, x->headbuf.p, x->headbuf.len, body, len);
+	cn_err e = out_write(x, x->headbuf.p, x->headbuf.len, body, len, more);
 	if (e)
 		x->io_error = true;
 	return e;
@@ -292,7 +313,7 @@ cn_err cn_http_resp_send_head(cn_http_exchange *x, int64_t length)
 		return e;
 	/* Hold the head back to coalesce it with the first body bytes, unless there are none. */
 	if (length == 0 || x->is_head)
-		return flush_head(x, NULL, 0);
+		return flush_head(x, NULL, 0, false);
 	return CN_OK;
 }
 
@@ -307,7 +328,8 @@ cn_err cn_http_resp_body(cn_http_exchange *x, const void *p, size_t len)
 		return CN_ERR_CLOSED;
 	if (x->resp_len >= 0 && x->resp_sent + (int64_t)len > x->resp_len)
 		return CN_ERR_INVALID; /* handler bug: more than announced */
-	cn_err e = flush_head(x, p, len);
+	bool more = x->resp_len >= 0 && x->resp_sent + (int64_t)len < x->resp_len;
+	cn_err e = flush_head(x, p, len, more);
 	if (e) {
 		x->io_error = true;
 		return e;
@@ -322,20 +344,44 @@ static cn_err w_write(cn_writer *w, const void *p, size_t len)
 	return cn_http_resp_body(x, p, len);
 }
 
+/* Inline, with bytes on the wire already (so no deferral): the file's bytes through
+ * memory. Bounded: an inline response is at most INLINE_MAX / 2 of body. */
+static cn_err send_fd_copy(cn_http_exchange *x, int fd, int64_t off, int64_t len)
+{
+	char buf[16384];
+	while (len > 0) {
+		ssize_t r = pread(fd, buf, len < (int64_t)sizeof buf ? (size_t)len : sizeof buf, off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			x->io_error = true;
+			return CN_ERR_IO; /* file shorter than announced, as cn_conn_sendfile */
+		}
+		cn_err e = cn_http_resp_body(x, buf, (size_t)r);
+		if (e)
+			return e;
+		off += r;
+		len -= r;
+	}
+	return CN_OK;
+}
+
 static cn_err w_send_fd(cn_writer *w, int fd, int64_t off, int64_t len)
 {
 	cn_http_exchange *x = (cn_http_exchange *)((char *)w - offsetof(cn_http_exchange, writer));
 	CN_ASSERT(x->head_built);
 	if (x->is_head)
 		return CN_OK;
-	if (x->inline_mode) {
-		x->deferred = true;
+	if (x->inline_mode && !x->on_wire) {
+		x->deferred = true; /* nothing sent yet: a worker sends the file */
 		return CN_ERR_BUSY;
 	}
 	if (x->io_error)
 		return CN_ERR_CLOSED;
+	if (x->inline_mode)
+		return send_fd_copy(x, fd, off, len);
 	x->sent_fd = true;
-	cn_err e = flush_head(x, NULL, 0);
+	cn_err e = flush_head(x, NULL, 0, true);
 	if (!e)
 		e = cn_conn_sendfile(x->c, fd, off, len);
 	if (e) {
@@ -357,8 +403,8 @@ cn_err cn_http_resp_send(cn_http_exchange *x, const void *body, size_t len)
 	if (e)
 		return e;
 	if (x->is_head)
-		return flush_head(x, NULL, 0);
-	e = flush_head(x, body, len);
+		return flush_head(x, NULL, 0, false);
+	e = flush_head(x, body, len, false);
 	if (!e)
 		x->resp_sent = (int64_t)len;
 	return e;
@@ -381,7 +427,7 @@ static bool finish(cn_http_exchange *x)
 		x->close = true;
 		cn_http_resp_send(x, NULL, 0);
 	} else if (!x->head_sent) {
-		flush_head(x, NULL, 0);
+		flush_head(x, NULL, 0, false);
 	}
 	if (x->io_error || x->close || !x->req.keep_alive)
 		return false;
@@ -471,13 +517,15 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, void *ctx, bool 
 	cn_buf_fini(&x.headbuf);
 	if (x.deferred) {
 		/* Nothing reached the socket: hand the untouched request to a worker. */
+		CN_ASSERT(!x.on_wire);
 		cn_buf_fini(&x.obuf);
 		c->off -= hlen;
 		return CN_CONN_DEFER;
 	}
 	if (inline_mode) {
 		CN_ASSERT(!c->out);
-		c->out = x.obuf.p; /* ownership moves to the connection; the loop sends it */
+		c->out = x.obuf.p; /* what the socket did not take: the connection owns it, the
+		                    * loop sends it */
 		c->out_off = 0;
 		c->out_len = x.obuf.len;
 	}

@@ -166,10 +166,12 @@ struct cn_conn;
 typedef void (*cn_http_handler)(void *ctx, cn_http_exchange *x);
 int cn_http_serve(struct cn_conn *c, cn_http_handler h, void *ctx); /* cn_conn_verdict */
 /* Loop thread: serves one bodiless GET/HEAD without blocking — its response (at most
- * ~160 KiB) is left in c->out for the loop to send. Returns CN_CONN_DEFER, with nothing
- * consumed or sent, for any other request or when the response turns out large or
- * file-backed (the handler's output is then discarded and a worker runs it again: handlers
- * of GET/HEAD must have no side effects before they respond). */
+ * ~160 KiB) goes to the socket as far as the socket takes it at once, the rest is left in
+ * c->out for the loop to send. Returns CN_CONN_DEFER, with nothing consumed or sent, for
+ * any other request or when the response turns out large, or file-backed before any of
+ * it was sent (the handler's output is then discarded and a worker runs it again: handlers
+ * of GET/HEAD must have no side effects before they respond); a file-backed rest after
+ * bytes were sent is read into memory instead. */
 int cn_http_serve_inline(struct cn_conn *c, cn_http_handler h, void *ctx);
 
 #endif

@@ -806,11 +806,11 @@ cn_err cn_conn_fill(cn_conn *c, size_t want, size_t max)
 	return CN_OK;
 }
 
-static cn_err send_all_iov(cn_conn *c, struct iovec *iov, int n)
+static cn_err send_all_iov(cn_conn *c, struct iovec *iov, int n, bool more)
 {
 	while (n > 0) {
 		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-		ssize_t w = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t w = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -839,13 +839,33 @@ static cn_err send_all_iov(cn_conn *c, struct iovec *iov, int n)
 cn_err cn_conn_write(cn_conn *c, const void *p, size_t len)
 {
 	struct iovec iov = { (void *)p, len };
-	return send_all_iov(c, &iov, 1);
+	return send_all_iov(c, &iov, 1, false);
 }
 
-cn_err cn_conn_write2(cn_conn *c, const void *a, size_t alen, const void *b, size_t blen)
+cn_err cn_conn_write2(cn_conn *c, const void *a, size_t alen, const void *b, size_t blen, bool more)
 {
 	struct iovec iov[2] = { { (void *)a, alen }, { (void *)b, blen } };
-	return send_all_iov(c, iov, blen ? 2 : 1);
+	return send_all_iov(c, iov, blen ? 2 : 1, more);
+}
+
+cn_err cn_conn_send_now(cn_conn *c, const void *a, size_t alen, const void *b, size_t blen,
+                        bool more, size_t *sent)
+{
+	struct iovec iov[2] = { { (void *)a, alen }, { (void *)b, blen } };
+	struct msghdr m = { .msg_iov = alen ? iov : iov + 1, .msg_iovlen = (alen ? 1u : 0u) + (blen ? 1u : 0u) };
+	*sent = 0;
+	if (m.msg_iovlen == 0)
+		return CN_OK;
+	for (;;) {
+		ssize_t w = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
+		if (w >= 0) {
+			*sent = (size_t)w;
+			return CN_OK;
+		}
+		if (errno == EINTR)
+			continue;
+		return errno == EAGAIN || errno == EWOULDBLOCK ? CN_OK : CN_ERR_CLOSED;
+	}
 }
 
 cn_err cn_conn_sendfile(cn_conn *c, int fd, int64_t off, int64_t len)
