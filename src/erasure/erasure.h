@@ -28,8 +28,20 @@ typedef struct cn_ec_part {
 	char etag[72];
 } cn_ec_part;
 
+/* A record's bytes, shared by the record cache and by the metas decoded from them (whose
+ * inline shard streams point into the record instead of being copied out). Immutable once
+ * wrapped; freed by the last cn_ec_rec_unref, from any thread. */
+typedef struct cn_ec_rec cn_ec_rec;
+/* Wraps a malloc'ed buffer of len bytes: the record takes it (refs = 1). NULL when out of
+ * memory; p is then still the caller's. */
+cn_ec_rec *cn_ec_rec_wrap(void *p, size_t len);
+cn_ec_rec *cn_ec_rec_ref(cn_ec_rec *r); /* returns r */
+void cn_ec_rec_unref(cn_ec_rec *r);     /* NULL: no-op */
+const unsigned char *cn_ec_rec_bytes(const cn_ec_rec *r, size_t *len);
+
 /* One version's metadata as stored in each drive's record. Strings are NUL-terminated;
- * meta, parts and inline_data are owned (cn_ec_meta_fini frees). */
+ * meta, parts and inline_data are owned (cn_ec_meta_fini frees), except that inline_data
+ * points into inline_rec when that is set (a reference the meta holds: read-only bytes). */
 typedef struct cn_ec_meta {
 	int64_t size;
 	int64_t mtime_ms;
@@ -47,6 +59,7 @@ typedef struct cn_ec_meta {
 	cn_ec_part *parts;
 	size_t nparts;
 	unsigned char *inline_data;    /* this drive's shard bytes when inline */
+	cn_ec_rec *inline_rec;         /* set: inline_data lies in this shared record */
 	size_t inline_len;
 	bool has_inline;
 	/* versioning: "" = the null version of a never-versioned bucket, "null" = the null
@@ -67,6 +80,13 @@ cn_err cn_ec_meta_decode(const void *p, size_t len, bool skip_inline, cn_ec_meta
  * in memory since (the record cache): the CRC is not computed again (every other check is
  * made; inline shard hashes are the reader's). */
 cn_err cn_ec_meta_decode_verified(const void *p, size_t len, bool skip_inline, cn_ec_meta *m);
+/* Decodes a shared record (its checksum checked unless verified, as above) without
+ * copying its inline stream: m->inline_data then points into r and m holds a reference
+ * to r (m->inline_rec) until cn_ec_meta_fini or cn_ec_meta_drop_inline. */
+cn_err cn_ec_meta_decode_rec(cn_ec_rec *r, bool skip_inline, bool verified, cn_ec_meta *m);
+/* Releases m's inline bytes (freed, or its reference to the shared record dropped);
+ * inline_data becomes NULL, has_inline and inline_len stay. */
+void cn_ec_meta_drop_inline(cn_ec_meta *m);
 
 /* --- the set -------------------------------------------------------------------------- */
 typedef struct cn_ec_set cn_ec_set;

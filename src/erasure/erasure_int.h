@@ -20,6 +20,7 @@
 #ifndef CN_ERASURE_INT_H
 #define CN_ERASURE_INT_H
 
+#include "erasure/erasure.h"
 #include "util/util.h"
 
 typedef struct cn_rcache cn_rcache;
@@ -30,18 +31,20 @@ void cn_rcache_free(cn_rcache *c);
  * Miss: returns false and sets *gen for a later cn_rcache_put (R2). */
 bool cn_rcache_get(cn_rcache *c, unsigned drive, const char *vol, const char *key, cn_buf *out,
                    uint64_t *gen);
-/* Hit: calls fn on the entry's bytes under its bucket's lock (fn must be short and must
- * not call the cache) and returns true; no copy. Miss: returns false and sets *gen. */
+/* Hit: calls fn on the entry under its bucket's lock (fn must be short and must not call
+ * the cache; it may take a reference with cn_ec_rec_ref to use the bytes after) and
+ * returns true; no copy. Miss: returns false and sets *gen. */
 bool cn_rcache_visit(cn_rcache *c, unsigned drive, const char *vol, const char *key,
-                     void (*fn)(const void *rec, size_t len, void *arg), void *arg, uint64_t *gen);
+                     void (*fn)(cn_ec_rec *rec, void *arg), void *arg, uint64_t *gen);
 /* Caches a copy of a record read from drive slot `drive` after the miss that returned gen. */
 void cn_rcache_put(cn_rcache *c, unsigned drive, const char *vol, const char *key, const void *rec,
                    size_t len, uint64_t gen);
-/* The same without a copy: on true the cache owns rec (malloc'ed; len bytes are
- * accounted, so the caller trims a larger allocation first); on false (not cached: over
- * the budget or the size limit, or R2) the caller still owns it. */
-bool cn_rcache_adopt(cn_rcache *c, unsigned drive, const char *vol, const char *key, char *rec,
-                     size_t len, uint64_t gen);
+/* The same without a copy: on true the cache holds a reference of its own to rec (its
+ * length is what is accounted, so the caller trims a larger allocation before wrapping
+ * it); false: not cached (over the budget or the size limit, or R2). Either way the
+ * caller's reference stays the caller's. */
+bool cn_rcache_insert(cn_rcache *c, unsigned drive, const char *vol, const char *key,
+                      cn_ec_rec *rec, uint64_t gen);
 /* Invalidates the key's entries of slots 0..ndrives-1 (R1). */
 void cn_rcache_invalidate(cn_rcache *c, unsigned ndrives, const char *vol, const char *key);
 /* Drops every entry (bucket deletion). */

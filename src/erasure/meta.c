@@ -8,6 +8,7 @@
 #include "erasure/erasure.h"
 
 #include <isa-l/crc.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,11 +75,58 @@ void cn_ec_meta_init(cn_ec_meta *m)
 	memset(m, 0, sizeof *m);
 }
 
+struct cn_ec_rec {
+	atomic_uint refs;
+	size_t len;
+	unsigned char *p;
+};
+
+cn_ec_rec *cn_ec_rec_wrap(void *p, size_t len)
+{
+	cn_ec_rec *r = malloc(sizeof *r);
+	if (!r)
+		return NULL;
+	atomic_init(&r->refs, 1);
+	r->len = len;
+	r->p = p;
+	return r;
+}
+
+cn_ec_rec *cn_ec_rec_ref(cn_ec_rec *r)
+{
+	atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+	return r;
+}
+
+void cn_ec_rec_unref(cn_ec_rec *r)
+{
+	if (r && atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
+		free(r->p);
+		free(r);
+	}
+}
+
+const unsigned char *cn_ec_rec_bytes(const cn_ec_rec *r, size_t *len)
+{
+	*len = r->len;
+	return r->p;
+}
+
+void cn_ec_meta_drop_inline(cn_ec_meta *m)
+{
+	if (m->inline_rec)
+		cn_ec_rec_unref(m->inline_rec);
+	else
+		free(m->inline_data);
+	m->inline_rec = NULL;
+	m->inline_data = NULL;
+}
+
 void cn_ec_meta_fini(cn_ec_meta *m)
 {
 	cn_kvs_free(m->meta, m->nmeta);
 	free(m->parts);
-	free(m->inline_data);
+	cn_ec_meta_drop_inline(m);
 	cn_ec_meta_init(m);
 }
 
@@ -191,7 +239,9 @@ static char *dup_str(const unsigned char *p, size_t len)
 	return s;
 }
 
-static cn_err decode_body(const unsigned char *p, size_t len, bool skip_inline, cn_ec_meta *m)
+/* share: the record p lies in (inline bytes referenced, not copied), or NULL. */
+static cn_err decode_body(const unsigned char *p, size_t len, bool skip_inline, cn_ec_rec *share,
+                          cn_ec_meta *m)
 {
 	bool have_size = false, have_mtime = false, have_ec = false;
 	size_t meta_cap = 0, parts_cap = 0;
@@ -316,7 +366,10 @@ static cn_err decode_body(const unsigned char *p, size_t len, bool skip_inline, 
 				return CN_ERR_CORRUPT;
 			m->has_inline = true;
 			m->inline_len = flen;
-			if (!skip_inline) {
+			if (!skip_inline && share) {
+				m->inline_data = (unsigned char *)v; /* read-only: the record is shared */
+				m->inline_rec = cn_ec_rec_ref(share);
+			} else if (!skip_inline) {
 				m->inline_data = malloc(flen ? flen : 1);
 				if (!m->inline_data)
 					return CN_ERR_NOMEM;
@@ -350,7 +403,8 @@ static cn_err decode_body(const unsigned char *p, size_t len, bool skip_inline, 
 	return CN_OK;
 }
 
-static cn_err decode(const void *vp, size_t len, bool skip_inline, bool check_crc, cn_ec_meta *m)
+static cn_err decode(const void *vp, size_t len, bool skip_inline, bool check_crc,
+                     cn_ec_rec *share, cn_ec_meta *m)
 {
 	const unsigned char *p = vp;
 	cn_ec_meta_init(m);
@@ -362,7 +416,7 @@ static cn_err decode(const void *vp, size_t len, bool skip_inline, bool check_cr
 		return CN_ERR_CORRUPT;
 	if (check_crc && rec_crc(p, len - 4) != get32(p + len - 4))
 		return CN_ERR_CORRUPT;
-	cn_err e = decode_body(p + hlen, blen, skip_inline, m);
+	cn_err e = decode_body(p + hlen, blen, skip_inline, share, m);
 	if (e) {
 		cn_ec_meta_fini(m);
 		return e == CN_ERR_NOMEM ? e : CN_ERR_CORRUPT;
@@ -372,10 +426,15 @@ static cn_err decode(const void *vp, size_t len, bool skip_inline, bool check_cr
 
 cn_err cn_ec_meta_decode(const void *p, size_t len, bool skip_inline, cn_ec_meta *m)
 {
-	return decode(p, len, skip_inline, true, m);
+	return decode(p, len, skip_inline, true, NULL, m);
 }
 
 cn_err cn_ec_meta_decode_verified(const void *p, size_t len, bool skip_inline, cn_ec_meta *m)
 {
-	return decode(p, len, skip_inline, false, m);
+	return decode(p, len, skip_inline, false, NULL, m);
+}
+
+cn_err cn_ec_meta_decode_rec(cn_ec_rec *r, bool skip_inline, bool verified, cn_ec_meta *m)
+{
+	return decode(r->p, r->len, skip_inline, !verified, r, m);
 }

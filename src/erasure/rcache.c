@@ -19,8 +19,8 @@ typedef struct slot {
 	uint32_t used;  /* bucket tick of the last hit or insert: the oldest is evicted */
 	char *id;       /* vol '\0' key, owned; NULL when empty */
 	size_t idlen;
-	char *rec;
-	size_t len;
+	cn_ec_rec *rec; /* a reference of the cache's own */
+	size_t len;     /* the record's length */
 } slot;
 
 typedef struct bucket {
@@ -65,8 +65,9 @@ static void drop(cn_rcache *c, slot *s)
 	if (s->id) {
 		atomic_fetch_sub(&c->bytes, s->len + s->idlen);
 		free(s->id);
-		free(s->rec);
-		s->id = s->rec = NULL;
+		cn_ec_rec_unref(s->rec); /* readers holding it keep it alive */
+		s->id = NULL;
+		s->rec = NULL;
 		s->idlen = s->len = 0;
 	}
 }
@@ -107,7 +108,7 @@ static slot *find(bucket *bk, uint64_t h, unsigned drive, const char *vol, const
 }
 
 bool cn_rcache_visit(cn_rcache *c, unsigned drive, const char *vol, const char *key,
-                     void (*fn)(const void *rec, size_t len, void *arg), void *arg, uint64_t *gen)
+                     void (*fn)(cn_ec_rec *rec, void *arg), void *arg, uint64_t *gen)
 {
 	*gen = 0;
 	if (!c)
@@ -120,7 +121,7 @@ bool cn_rcache_visit(cn_rcache *c, unsigned drive, const char *vol, const char *
 	slot *s = find(bk, h, drive, vol, key, idlen);
 	if (s) {
 		s->used = ++bk->tick;
-		fn(s->rec, s->len, arg);
+		fn(s->rec, arg);
 	}
 	*gen = bk->gen;
 	pthread_mutex_unlock(mu);
@@ -133,11 +134,13 @@ typedef struct copy_arg {
 	bool ok;
 } copy_arg;
 
-static void copy_out(const void *rec, size_t len, void *arg)
+static void copy_out(cn_ec_rec *rec, void *arg)
 {
 	copy_arg *a = arg;
+	size_t len;
+	const unsigned char *p = cn_ec_rec_bytes(rec, &len);
 	a->out->len = 0;
-	a->ok = cn_buf_append(a->out, rec, len) == CN_OK;
+	a->ok = cn_buf_append(a->out, p, len) == CN_OK;
 }
 
 bool cn_rcache_get(cn_rcache *c, unsigned drive, const char *vol, const char *key, cn_buf *out,
@@ -147,9 +150,12 @@ bool cn_rcache_get(cn_rcache *c, unsigned drive, const char *vol, const char *ke
 	return cn_rcache_visit(c, drive, vol, key, copy_out, &a, gen) && a.ok;
 }
 
-bool cn_rcache_adopt(cn_rcache *c, unsigned drive, const char *vol, const char *key, char *rec,
-                     size_t len, uint64_t gen)
+bool cn_rcache_insert(cn_rcache *c, unsigned drive, const char *vol, const char *key,
+                      cn_ec_rec *rec, uint64_t gen)
 {
+	size_t len = 0;
+	if (rec)
+		cn_ec_rec_bytes(rec, &len);
 	if (!c || !rec || len > c->max_record)
 		return false;
 	size_t idlen;
@@ -193,7 +199,7 @@ bool cn_rcache_adopt(cn_rcache *c, unsigned drive, const char *vol, const char *
 	s->drive = drive;
 	s->id = id;
 	s->idlen = idlen;
-	s->rec = rec;
+	s->rec = cn_ec_rec_ref(rec);
 	s->len = len;
 	atomic_fetch_add(&c->bytes, len + idlen);
 	pthread_mutex_unlock(mu);
@@ -208,8 +214,11 @@ void cn_rcache_put(cn_rcache *c, unsigned drive, const char *vol, const char *ke
 	char *copy = malloc(len ? len : 1);
 	if (copy && len)
 		memcpy(copy, rec, len);
-	if (!cn_rcache_adopt(c, drive, vol, key, copy, len, gen))
+	cn_ec_rec *r = copy ? cn_ec_rec_wrap(copy, len) : NULL;
+	if (!r)
 		free(copy);
+	cn_rcache_insert(c, drive, vol, key, r, gen);
+	cn_ec_rec_unref(r);
 }
 
 void cn_rcache_invalidate(cn_rcache *c, unsigned ndrives, const char *vol, const char *key)

@@ -83,7 +83,8 @@ struct cn_ec_reader {
 	char data_id[CN_DRIVE_ID_MAX + 1];
 	bool degraded;              /* E3: some shard was missing or corrupt */
 	/* plain */
-	unsigned char *inline_data; /* owned; NULL when the data is in files */
+	unsigned char *inline_data; /* owned (or in inline_rec); NULL when the data is in files */
+	cn_ec_rec *inline_rec;      /* a reference: the shared record inline_data lies in */
 	cn_drive_rfile *f;          /* the open part file (index cur) */
 	size_t cur;
 	/* coded */
@@ -95,7 +96,8 @@ struct cn_ec_reader {
 	bool offline[CN_EC_MAX_DRIVES];     /* slot's drive did not answer */
 	bool unread[CN_EC_MAX_DRIVES];      /* E7: slot's record not read (yet) */
 	uint64_t ident;                     /* rec_identity of the chosen record */
-	unsigned char *inl[CN_EC_MAX_DRIVES]; /* owned: coded inline streams per slot */
+	unsigned char *inl[CN_EC_MAX_DRIVES]; /* coded inline streams per slot: owned, or in */
+	cn_ec_rec *inl_rec[CN_EC_MAX_DRIVES]; /* these shared records (references; read-only) */
 	size_t inl_len[CN_EC_MAX_DRIVES];
 	cn_drive_rfile *cf[CN_EC_MAX_DRIVES]; /* open shard files of part cpart */
 	bool cf_bad[CN_EC_MAX_DRIVES];      /* opening failed for this part */
@@ -781,10 +783,12 @@ typedef struct decode_arg {
 	cn_err e;
 } decode_arg;
 
-static void decode_cached(const void *rec, size_t len, void *arg)
+static void decode_cached(cn_ec_rec *rec, void *arg)
 {
 	decode_arg *a = arg;
-	a->e = cn_ec_meta_decode_verified(rec, len, a->skip_inline, a->m); /* CRC checked at insert */
+	/* CRC checked when it was read; the inline stream stays in the cached record, which
+	 * the meta now holds a reference to (no copy) */
+	a->e = cn_ec_meta_decode_rec(rec, a->skip_inline, true, a->m);
 }
 
 /* Reads drive d's record. cache: through the record cache (current records only; never
@@ -813,22 +817,28 @@ static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
 		e = dr->ops->upload_read(dr, vol, key, name, CN_EC_RECORD_MAX, &rec);
 	if (e == CN_ERR_TOO_LARGE)
 		e = CN_ERR_CORRUPT;
+	cn_ec_rec *shared = NULL;
+	if (!e && cache && rec.cap > rec.len + 1) {
+		/* trimmed to the record: the cache accounts its length */
+		char *p = realloc(rec.p, rec.len + 1);
+		if (p) {
+			rec.p = p;
+			rec.cap = rec.len + 1;
+		}
+	}
 	if (!e) {
-		e = cn_ec_meta_decode(rec.p, rec.len, skip_inline, m);
+		/* the buffer becomes a shared record: the meta's inline stream stays in it (no
+		 * copy), and the cache takes a reference to the same bytes */
+		if ((shared = cn_ec_rec_wrap(rec.p, rec.len)))
+			cn_buf_init(&rec);
+		e = shared ? cn_ec_meta_decode_rec(shared, skip_inline, false, m) : CN_ERR_NOMEM;
 		if (!e && coded(s) && (m->ndist != s->n || m->index != d)) {
 			cn_ec_meta_fini(m);
 			e = CN_ERR_CORRUPT; /* a record of another slot or layout */
 		}
-		if (!e && cache) {
-			/* the cache takes the buffer itself (no copy), trimmed to the record */
-			char *p = rec.cap > rec.len + 1 ? realloc(rec.p, rec.len + 1) : rec.p;
-			if (p) {
-				rec.p = p;
-				rec.cap = rec.len + 1;
-				if (cn_rcache_adopt(s->rc, (unsigned)d, vol, key, p, rec.len, gen)) /* R2 */
-					cn_buf_init(&rec);
-			}
-		}
+		if (!e && cache)
+			cn_rcache_insert(s->rc, (unsigned)d, vol, key, shared, gen); /* R2 */
+		cn_ec_rec_unref(shared);
 		if (e == CN_ERR_CORRUPT)
 			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt record of %s/%s%s%s",
 			       dr ? dr->endpoint : "?", vol, key, name ? " " : "", name ? name : "");
@@ -1072,7 +1082,9 @@ static cn_err open_plain(cn_ec_reader *r, const char *vid, cn_ec_meta *m)
 		r->size = m->size;
 		if (m->has_inline) {
 			r->inline_data = m->inline_data;
+			r->inline_rec = m->inline_rec;
 			m->inline_data = NULL;
+			m->inline_rec = NULL;
 			break;
 		}
 		if ((e = reader_parts(r, m)))
@@ -1166,8 +1178,10 @@ static void reader_take_slot(cn_ec_reader *r, size_t d, cn_ec_meta *m)
 		r->slot_of[r->dist[d]] = (int8_t)d;
 	if (m->has_inline) {
 		r->inl[d] = m->inline_data;
+		r->inl_rec[d] = m->inline_rec;
 		r->inl_len[d] = m->inline_len;
 		m->inline_data = NULL;
+		m->inline_rec = NULL;
 	}
 }
 
@@ -1327,8 +1341,7 @@ static cn_err open_coded(cn_ec_reader *r, const char *vid, bool full, cn_ec_meta
 		cn_ec_meta_fini(m);
 		*m = ms[pick];
 		cn_ec_meta_init(&ms[pick]);
-		free(m->inline_data); /* the object's bytes are decoded from the shards */
-		m->inline_data = NULL;
+		cn_ec_meta_drop_inline(m); /* the object's bytes are decoded from the shards */
 	}
 	for (size_t d = 0; d < s->n; d++)
 		cn_ec_meta_fini(&ms[d]);
@@ -1485,9 +1498,16 @@ void cn_ec_reader_close(cn_ec_reader *r)
 	if (r->f)
 		D(r->s, 0)->ops->rfile_close(r->f);
 	close_coded_files(r);
-	for (size_t d = 0; d < CN_EC_MAX_DRIVES; d++)
-		free(r->inl[d]);
-	free(r->inline_data);
+	for (size_t d = 0; d < CN_EC_MAX_DRIVES; d++) {
+		if (r->inl_rec[d])
+			cn_ec_rec_unref(r->inl_rec[d]);
+		else
+			free(r->inl[d]);
+	}
+	if (r->inline_rec)
+		cn_ec_rec_unref(r->inline_rec);
+	else
+		free(r->inline_data);
 	free(r->ends);
 	free(r->vol);
 	free(r->key);

@@ -142,7 +142,13 @@ TEST(working_set_of_an_erasure_set_stays_cached)
 	cn_rcache_free(c);
 }
 
-TEST(adopt_takes_the_buffer_only_when_it_caches_it)
+/* Holds a reference to a visited entry (what read_one's decode does through the meta). */
+static void take_ref(cn_ec_rec *rec, void *arg)
+{
+	*(cn_ec_rec **)arg = cn_ec_rec_ref(rec);
+}
+
+TEST(insert_shares_the_record_and_readers_outlive_eviction)
 {
 	cn_rcache *c;
 	CHECK_EQ_INT(cn_rcache_new(4096, 1000, &c), CN_OK);
@@ -150,32 +156,44 @@ TEST(adopt_takes_the_buffer_only_when_it_caches_it)
 	cn_buf_init(&b);
 	uint64_t gen;
 	CHECK(!cn_rcache_get(c, 0, "v", "k", &b, &gen));
-	char *rec = strdup("RECORD");
-	CHECK(cn_rcache_adopt(c, 0, "v", "k", rec, 6, gen)); /* the cache owns rec now */
+	cn_ec_rec *rec = cn_ec_rec_wrap(strdup("RECORD"), 6);
+	CHECK(rec != NULL);
+	CHECK(cn_rcache_insert(c, 0, "v", "k", rec, gen)); /* the cache takes its own reference */
+	cn_ec_rec_unref(rec);                               /* the reader's: the cache's remains */
 	CHECK(cn_rcache_get(c, 0, "v", "k", &b, &gen) && b.len == 6 && memcmp(b.p, "RECORD", 6) == 0);
-	/* refused: over max_record, or R2 (an invalidation since the miss); the caller keeps
-	 * its buffer (ASan reports a leak or double free otherwise) */
-	char *big = calloc(1, 1001);
+	/* a reader holding the entry keeps its bytes through invalidation and eviction (ASan:
+	 * a use after free otherwise); the last unref frees them (ASan: a leak otherwise) */
+	cn_ec_rec *held = NULL;
+	CHECK(cn_rcache_visit(c, 0, "v", "k", take_ref, &held, &gen));
+	CHECK(held != NULL);
+	cn_rcache_invalidate(c, 1, "v", "k");
+	CHECK(!cn_rcache_get(c, 0, "v", "k", &b, &gen));
+	size_t len = 0;
+	const unsigned char *p = held ? cn_ec_rec_bytes(held, &len) : NULL;
+	CHECK(p && len == 6 && memcmp(p, "RECORD", 6) == 0);
+	cn_ec_rec_unref(held);
+	/* refused: over max_record, or R2 (an invalidation since the miss); the caller's
+	 * reference is untouched either way */
+	cn_ec_rec *big = cn_ec_rec_wrap(calloc(1, 1001), 1001);
 	CHECK(!cn_rcache_get(c, 0, "v", "big", &b, &gen));
-	CHECK(!cn_rcache_adopt(c, 0, "v", "big", big, 1001, gen));
-	free(big);
+	CHECK(!cn_rcache_insert(c, 0, "v", "big", big, gen));
+	cn_ec_rec_unref(big);
 	CHECK(!cn_rcache_get(c, 0, "v", "x", &b, &gen));
 	cn_rcache_invalidate(c, 1, "v", "x");
-	char *stale = strdup("OLD");
-	CHECK(!cn_rcache_adopt(c, 0, "v", "x", stale, 3, gen));
-	free(stale);
+	cn_ec_rec *stale = cn_ec_rec_wrap(strdup("OLD"), 3);
+	CHECK(!cn_rcache_insert(c, 0, "v", "x", stale, gen));
+	cn_ec_rec_unref(stale);
 	/* full: 4 records of 900 bytes fill the 4096-byte budget, later ones are refused
-	 * (unless they replace one of their bucket) and stay the caller's */
+	 * (unless they replace one of their bucket) */
 	int taken = 0;
 	for (int i = 0; i < 12; i++) {
 		char key[16];
 		snprintf(key, sizeof key, "f%d", i);
 		cn_rcache_get(c, 0, "v", key, &b, &gen);
-		char *r = calloc(1, 900);
-		if (cn_rcache_adopt(c, 0, "v", key, r, 900, gen))
+		cn_ec_rec *r = cn_ec_rec_wrap(calloc(1, 900), 900);
+		if (cn_rcache_insert(c, 0, "v", key, r, gen))
 			taken++;
-		else
-			free(r);
+		cn_ec_rec_unref(r);
 	}
 	size_t bytes;
 	uint64_t hits, misses;
@@ -183,7 +201,48 @@ TEST(adopt_takes_the_buffer_only_when_it_caches_it)
 	CHECK(taken >= 3 && taken < 12);
 	CHECK(bytes <= 4096);
 	cn_buf_fini(&b);
-	cn_rcache_free(c); /* frees the adopted buffers */
+	cn_rcache_free(c); /* drops the cache's references: the records are freed */
+}
+
+/* A meta decoded from a shared record points into it: no copy of the inline stream, one
+ * reference more, released by cn_ec_meta_fini / cn_ec_meta_drop_inline. */
+TEST(meta_decoded_from_a_shared_record_references_it)
+{
+	cn_ec_meta m;
+	cn_ec_meta_init(&m);
+	m.size = 5;
+	m.mtime_ms = 1;
+	m.k = 1;
+	m.block_size = 1 << 20;
+	m.ndist = 1;
+	m.has_inline = true;
+	m.inline_data = (unsigned char *)"hello";
+	m.inline_len = 5;
+	cn_buf enc;
+	cn_buf_init(&enc);
+	CHECK_EQ_INT(cn_ec_meta_encode(&m, &enc), CN_OK);
+	cn_ec_rec *rec = cn_ec_rec_wrap(enc.p, enc.len);
+	CHECK(rec != NULL);
+	size_t len;
+	const unsigned char *bytes = cn_ec_rec_bytes(rec, &len);
+	cn_ec_meta a, b;
+	CHECK_EQ_INT(cn_ec_meta_decode_rec(rec, false, false, &a), CN_OK);
+	CHECK_EQ_INT(cn_ec_meta_decode_rec(rec, false, true, &b), CN_OK);
+	CHECK(a.inline_rec == rec && b.inline_rec == rec);
+	CHECK(a.inline_data >= bytes && a.inline_data + 5 <= bytes + len); /* in the record */
+	CHECK(a.inline_len == 5 && memcmp(a.inline_data, "hello", 5) == 0);
+	cn_ec_rec_unref(rec); /* the metas keep the bytes alive */
+	CHECK(memcmp(b.inline_data, "hello", 5) == 0);
+	cn_ec_meta_drop_inline(&a);
+	CHECK(a.inline_data == NULL && a.inline_rec == NULL && a.has_inline && a.inline_len == 5);
+	cn_ec_meta_fini(&a);
+	cn_ec_meta_fini(&b); /* the last reference: freed (ASan: a leak otherwise) */
+	/* a corrupt shared record: an error, and no reference left behind */
+	unsigned char bad[64] = "CNMR";
+	cn_ec_rec *br = cn_ec_rec_wrap(memcpy(malloc(sizeof bad), bad, sizeof bad), sizeof bad);
+	CHECK_EQ_INT(cn_ec_meta_decode_rec(br, false, false, &a), CN_ERR_CORRUPT);
+	CHECK(a.inline_rec == NULL);
+	cn_ec_rec_unref(br);
 }
 
 int main(void)
@@ -193,6 +252,7 @@ int main(void)
 	RUN(hit_after_put_and_miss_after_invalidate);
 	RUN(stale_reader_cannot_insert);
 	RUN(limits_and_clear);
-	RUN(adopt_takes_the_buffer_only_when_it_caches_it);
+	RUN(insert_shares_the_record_and_readers_outlive_eviction);
+	RUN(meta_decoded_from_a_shared_record_references_it);
 	TEST_END();
 }
