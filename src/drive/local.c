@@ -381,8 +381,49 @@ static cn_err read_file_at(local_drive *d, const char *path, size_t max, cn_buf 
 			return notfound;
 		return map_errno(d, errno, "opening", path);
 	}
+	/* The first read goes to the stack: a record that fits (a small object's, or any
+	 * object's metadata) then gets an allocation of its exact size. Reading into a
+	 * 64 KiB allocation trimmed afterwards left a free remainder behind on every read,
+	 * and malloc sorting those was 11 % of the server's CPU on 4 KiB GETs (perf). */
+	char first[16384];
+	ssize_t n0;
+	while ((n0 = read(fd, first, sizeof first)) < 0 && errno == EINTR)
+		;
+	if (n0 < 0) {
+		cn_err e = errno == EISDIR ? CN_ERR_CORRUPT : map_errno(d, errno, "reading", path);
+		close(fd);
+		return e;
+	}
 	cn_err e = CN_OK;
-	size_t want = 64 * 1024;
+	size_t want = 0;
+	if ((size_t)n0 < sizeof first) { /* the whole file */
+		if ((size_t)n0 > max)
+			e = CN_ERR_TOO_LARGE;
+		else if (!(e = cn_buf_reserve_exact(out, (size_t)n0))) {
+			memcpy(out->p, first, (size_t)n0);
+			out->len = (size_t)n0;
+			out->p[out->len] = 0;
+		}
+		close(fd);
+		return e;
+	}
+	if ((size_t)n0 > max) {
+		close(fd);
+		return CN_ERR_TOO_LARGE;
+	}
+	/* Larger: fstat tells the rest, read into an exact buffer (doubling grew a 65 KiB
+	 * record's buffer to 128 KiB). */
+	struct stat st;
+	if (fstat(fd, &st) == 0 && st.st_size >= n0 && (uint64_t)st.st_size < max)
+		want = (size_t)st.st_size - (size_t)n0 + 1;
+	else
+		want = 64 * 1024;
+	if ((e = cn_buf_reserve_exact(out, (size_t)n0 + want))) {
+		close(fd);
+		return e;
+	}
+	memcpy(out->p, first, (size_t)n0);
+	out->len = (size_t)n0;
 	for (;;) {
 		if (want > max + 1 - out->len)
 			want = max + 1 - out->len;
@@ -402,14 +443,7 @@ static cn_err read_file_at(local_drive *d, const char *path, size_t max, cn_buf 
 		out->len += (size_t)n;
 		if ((size_t)n < want)
 			break; /* end of file */
-		/* Larger than the first read: fstat tells the rest, read into an exact buffer
-		 * (doubling grew a 65 KiB record's buffer to 128 KiB). */
-		struct stat st;
-		if (fstat(fd, &st) == 0 && st.st_size >= 0 && (uint64_t)st.st_size >= out->len &&
-		    (uint64_t)st.st_size < max)
-			want = (size_t)st.st_size - out->len + 1;
-		else
-			want = out->len; /* grow geometrically */
+		want = out->len; /* grew since the fstat: grow geometrically */
 	}
 	if (!e && out->len > max)
 		e = CN_ERR_TOO_LARGE;

@@ -294,7 +294,8 @@ TEST(test_record_sizes)
 {
 	cn_drive *d = open_fresh(false);
 	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
-	static const size_t sizes[] = { 0, 1, 65535, 65536, 65537, 131072, 300001 };
+	static const size_t sizes[] = { 0, 1, 4200, 16383, 16384, 16385, 65535, 65536, 65537, 131072,
+		                            300001 };
 	char *rec = malloc(300001);
 	cn_buf b;
 	cn_buf_init(&b);
@@ -307,6 +308,13 @@ TEST(test_record_sizes)
 		CHECK_EQ_INT(d->ops->rename_data(d, id, NULL, "vol", "k", rec, n), CN_OK);
 		CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", n, &b), CN_OK);
 		CHECK(b.len == n && (n == 0 || memcmp(b.p, rec, n) == 0) && b.p[n] == 0);
+		/* read into a fresh buffer: allocated to the record's exact size (no remainder
+		 * to trim, nothing wasted while the record cache holds it) */
+		cn_buf f;
+		cn_buf_init(&f);
+		CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", n + 10, &f), CN_OK);
+		CHECK(f.len == n && f.cap <= n + 2); /* + NUL, + the byte that finds the end */
+		cn_buf_fini(&f);
 		if (n > 0)
 			CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", n - 1, &b), CN_ERR_TOO_LARGE);
 	}
