@@ -24,8 +24,10 @@ int main(int argc, char **argv)
 		cn_cli_usage();
 		return argc < 2 ? 2 : 0;
 	}
-	if (!strcmp(argv[1], "server"))
+	if (!strcmp(argv[1], "server")) {
+		cn_cli_server_reexec(argv); /* before any thread or allocation that matters */
 		return cn_cli_server(argc - 2, argv + 2);
+	}
 	if (!strcmp(argv[1], "bench"))
 		return cn_cli_bench(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "admin"))

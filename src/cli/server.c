@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <unistd.h>
 
 #define MAX_LOOPS 8
 static cn_net *g_nets[MAX_LOOPS];
@@ -81,7 +82,40 @@ static void server_usage(FILE *f)
 		"  CAIRN_STORAGE_CLASS_RRS=EC:n         parity of REDUCED_REDUNDANCY objects (default 1)\n"
 		"  CAIRN_API_STALE_UPLOADS_EXPIRY       incomplete multipart uploads older than this\n"
 		"                                       are removed (default 24h; also MINIO_...)\n"
-		"  CAIRN_API_STALE_UPLOADS_CLEANUP_INTERVAL  how often to look (default 1h)\n");
+		"  CAIRN_API_STALE_UPLOADS_CLEANUP_INTERVAL  how often to look (default 1h)\n"
+		"  CAIRN_MALLOC_HUGETLB=0               keep the heap off transparent huge pages (by\n"
+		"                                       default the server restarts itself once with\n"
+		"                                       GLIBC_TUNABLES=glibc.malloc.hugetlb=1)\n");
+}
+
+/* Why huge pages: on the bench VMs every first touch of a fresh 4 KiB page of the heap
+ * traps to the hypervisor; a server filling its record cache or growing an arena paid
+ * ~12 % of its CPU in those faults (perf: _int_malloc taking the top chunk's first
+ * touch). With the heap on 2 MiB pages, server CPU per GET fell 15-20 % (docs/PERF.md).
+ * glibc reads this tunable only at start, hence the one re-exec; CAIRN_REEXEC guards
+ * against a loop should the variable not survive the exec. */
+void cn_cli_server_reexec(char **argv)
+{
+	if (getenv("CAIRN_REEXEC")) { /* this is the re-executed process */
+		unsetenv("CAIRN_REEXEC");
+		return;
+	}
+	const char *opt = getenv("CAIRN_MALLOC_HUGETLB");
+	const char *t = getenv("GLIBC_TUNABLES");
+	if ((opt && !strcmp(opt, "0")) || (t && strstr(t, "glibc.malloc.hugetlb")))
+		return;
+	char buf[1024];
+	int n = snprintf(buf, sizeof buf, "%s%sglibc.malloc.hugetlb=1", t ? t : "",
+	                 t && t[0] ? ":" : "");
+	if (n < 0 || (size_t)n >= sizeof buf || setenv("GLIBC_TUNABLES", buf, 1) ||
+	    setenv("CAIRN_REEXEC", "1", 1))
+		return;
+	execv("/proc/self/exe", argv);
+	/* exec failed (no /proc?): go on without, as before */
+	if (t)
+		setenv("GLIBC_TUNABLES", t, 1);
+	else
+		unsetenv("GLIBC_TUNABLES");
 }
 
 static const char *env2(const char *a, const char *b)

@@ -174,3 +174,39 @@ def test_refuses_new_connections_after_sigterm_and_exits():
             pytest.fail("idle server did not exit within 15 s of SIGTERM")
         srv.expected_running = False
         assert rc == 0
+
+
+def _environ(pid):
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        return dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+
+
+def _huge_page_advised_mappings(pid):
+    """Mappings glibc's malloc advised for transparent huge pages ("hg" in VmFlags)."""
+    with open(f"/proc/{pid}/smaps") as f:
+        return sum(1 for line in f if line.startswith("VmFlags:") and " hg" in line)
+
+
+def test_heap_on_huge_pages_by_one_reexec():
+    """cairn server re-executes itself once (same pid) with glibc's malloc asking for
+    transparent huge pages (GLIBC_TUNABLES glibc.malloc.hugetlb=1, added to what the user
+    set); a hugetlb setting of the user's own, or CAIRN_MALLOC_HUGETLB=0, is left alone."""
+    cases = [({}, True),
+             ({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}, True),
+             ({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"}, False),
+             ({"CAIRN_MALLOC_HUGETLB": "0"}, False)]
+    for env, huge in cases:
+        with running_server(env=env) as srv:
+            s3 = make_client(srv)
+            s3.create_bucket(Bucket="thp")
+            for i in range(20):  # some heap growth in the workers' arenas
+                s3.put_object(Bucket="thp", Key=f"k{i}", Body=os.urandom(70000))
+                assert len(s3.get_object(Bucket="thp", Key=f"k{i}")["Body"].read()) == 70000
+            # the pid Popen started is the server: the exec kept it; /proc shows the
+            # environment the image was executed with, the guard variable included
+            e = _environ(srv.pid)
+            assert (e.get(b"CAIRN_REEXEC") == b"1") == huge, (env, e.get(b"CAIRN_REEXEC"))
+            with open(f"/proc/{srv.pid}/maps") as f:
+                asan = "libasan" in f.read()  # the sanitizer build: ASan's own allocator
+            if not asan:
+                assert (_huge_page_advised_mappings(srv.pid) > 0) == huge, env
