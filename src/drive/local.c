@@ -381,11 +381,13 @@ static cn_err read_file_at(local_drive *d, const char *path, size_t max, cn_buf 
 			return notfound;
 		return map_errno(d, errno, "opening", path);
 	}
-	/* The first read goes to the stack: a record that fits (a small object's, or any
-	 * object's metadata) then gets an allocation of its exact size. Reading into a
-	 * 64 KiB allocation trimmed afterwards left a free remainder behind on every read,
-	 * and malloc sorting those was 11 % of the server's CPU on 4 KiB GETs (perf). */
-	char first[16384];
+	/* The first read goes to the stack: a record that fits (a small object's, an
+	 * erasure-coded 64 KiB object's shard, any object's metadata) then gets an allocation
+	 * of its exact size and one copy, and costs open, read, close. Reading into a 64 KiB
+	 * allocation trimmed afterwards left a free remainder behind on every read. (64 KiB:
+	 * worker stacks are 1 MiB; a 16 KiB buffer cost records of 16-64 KiB an fstat and a
+	 * second read.) */
+	char first[65536];
 	ssize_t n0;
 	while ((n0 = read(fd, first, sizeof first)) < 0 && errno == EINTR)
 		;

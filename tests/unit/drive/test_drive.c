@@ -294,7 +294,7 @@ TEST(test_record_sizes)
 {
 	cn_drive *d = open_fresh(false);
 	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
-	static const size_t sizes[] = { 0, 1, 4200, 16383, 16384, 16385, 65535, 65536, 65537, 131072,
+	static const size_t sizes[] = { 0, 1, 4200, 16385, 32800, 65535, 65536, 65537, 131072,
 		                            300001 };
 	char *rec = malloc(300001);
 	cn_buf b;
