@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <unistd.h>
 
 #define MAX_LOOPS 8
 static cn_net *g_nets[MAX_LOOPS];

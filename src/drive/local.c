@@ -396,37 +396,21 @@ static cn_err read_file_at(local_drive *d, const char *path, size_t max, cn_buf 
 		close(fd);
 		return e;
 	}
-	cn_err e = CN_OK;
+	/* want: what is left to read (0: the first read had the whole file). Larger: fstat
+	 * tells the rest, read into an exact buffer (doubling grew a 65 KiB record's buffer
+	 * to 128 KiB); 64 KiB steps when the size is unknown or the file grows meanwhile. */
 	size_t want = 0;
-	if ((size_t)n0 < sizeof first) { /* the whole file */
-		if ((size_t)n0 > max)
-			e = CN_ERR_TOO_LARGE;
-		else if (!(e = cn_buf_reserve_exact(out, (size_t)n0))) {
-			memcpy(out->p, first, (size_t)n0);
-			out->len = (size_t)n0;
-			out->p[out->len] = 0;
-		}
-		close(fd);
-		return e;
-	}
-	if ((size_t)n0 > max) {
-		close(fd);
-		return CN_ERR_TOO_LARGE;
-	}
-	/* Larger: fstat tells the rest, read into an exact buffer (doubling grew a 65 KiB
-	 * record's buffer to 128 KiB). */
 	struct stat st;
-	if (fstat(fd, &st) == 0 && st.st_size >= n0 && (uint64_t)st.st_size < max)
-		want = (size_t)st.st_size - (size_t)n0 + 1;
-	else
-		want = 64 * 1024;
-	if ((e = cn_buf_reserve_exact(out, (size_t)n0 + want))) {
-		close(fd);
-		return e;
+	if ((size_t)n0 == sizeof first)
+		want = fstat(fd, &st) == 0 && st.st_size >= n0 && (uint64_t)st.st_size < max
+		               ? (size_t)st.st_size - (size_t)n0 + 1
+		               : 64 * 1024;
+	cn_err e = (size_t)n0 > max ? CN_ERR_TOO_LARGE : cn_buf_reserve_exact(out, (size_t)n0 + want);
+	if (!e) {
+		memcpy(out->p, first, (size_t)n0);
+		out->len = (size_t)n0;
 	}
-	memcpy(out->p, first, (size_t)n0);
-	out->len = (size_t)n0;
-	for (;;) {
+	while (!e && want > 0) {
 		if (want > max + 1 - out->len)
 			want = max + 1 - out->len;
 		if (want == 0) {

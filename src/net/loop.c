@@ -852,7 +852,8 @@ cn_err cn_conn_send_now(cn_conn *c, const void *a, size_t alen, const void *b, s
                         bool more, size_t *sent)
 {
 	struct iovec iov[2] = { { (void *)a, alen }, { (void *)b, blen } };
-	struct msghdr m = { .msg_iov = alen ? iov : iov + 1, .msg_iovlen = (alen ? 1u : 0u) + (blen ? 1u : 0u) };
+	struct msghdr m = { .msg_iov = alen ? iov : iov + 1,
+	                    .msg_iovlen = (alen ? 1u : 0u) + (blen ? 1u : 0u) };
 	*sent = 0;
 	if (m.msg_iovlen == 0)
 		return CN_OK;
