@@ -251,6 +251,18 @@ const char *cn_ec_set_endpoint(const cn_ec_set *s, size_t i)
 	return i < s->n && s->drives[i] ? s->drives[i]->endpoint : NULL;
 }
 
+/* Whether slot i's drive is there (its folder exists, the health wrapper holds it online). */
+static bool drive_online(cn_ec_set *s, size_t i)
+{
+	cn_drive *dr = D(s, i);
+	if (!dr)
+		return false;
+	if (dr->ops->online)
+		return dr->ops->online(dr);
+	cn_drive_info di;
+	return dr->ops->info(dr, &di) == CN_OK && di.online;
+}
+
 uint64_t cn_ec_set_free_bytes(cn_ec_set *s)
 {
 	uint64_t best = UINT64_MAX;
@@ -297,11 +309,8 @@ cn_err cn_ec_list_vols_at(cn_ec_set *s, size_t i, cn_drive_vol **out, size_t *n)
 bool cn_ec_set_online(cn_ec_set *s)
 {
 	size_t ok = 0;
-	for (size_t i = 0; i < s->n; i++) {
-		cn_drive_info di;
-		if (D(s, i) && D(s, i)->ops->info(D(s, i), &di) == CN_OK && di.online)
-			ok++;
-	}
+	for (size_t i = 0; i < s->n; i++)
+		ok += drive_online(s, i);
 	return ok >= read_quorum(s);
 }
 
@@ -650,39 +659,39 @@ void cn_ec_writer_abort(cn_ec_writer *w)
 	free(w);
 }
 
-/* The coded shard stream of data[0..len) for every slot: streams[d] (malloc'd) gets
- * [hash][shard] per block of shard dist[d]. */
+/* The coded shard stream of data[0..len) for every slot: streams[d] gets [hash][shard] per
+ * block of shard dist[d] (a permutation of 0..n). All streams live in one allocation,
+ * returned in *base (the caller frees it, also on error); each block is encoded in place
+ * into the streams, so the object's bytes are copied once and no scratch is needed. */
 static cn_err encode_streams(cn_codec *c, const unsigned char *data, size_t len, const uint8_t *dist,
-                             size_t n, unsigned char **streams, size_t *slen)
+                             size_t n, unsigned char **base, unsigned char **streams, size_t *slen)
 {
 	size_t full = len / CN_EC_BLOCK_SIZE, tail = len % CN_EC_BLOCK_SIZE;
 	size_t fsl = cn_codec_shard_len(c, CN_EC_BLOCK_SIZE), tsl = cn_codec_shard_len(c, tail);
 	size_t total = full * (HASH_LEN + fsl) + (tail ? HASH_LEN + tsl : 0);
-	unsigned char *scratch = malloc(n * (full ? fsl : tsl ? tsl : 1));
-	cn_err e = scratch ? CN_OK : CN_ERR_NOMEM;
-	for (size_t d = 0; d < n && !e; d++) {
-		streams[d] = malloc(total ? total : 1);
+	*base = malloc(total ? n * total : 1);
+	if (!*base)
+		return CN_ERR_NOMEM;
+	for (size_t d = 0; d < n; d++) {
+		streams[d] = *base + d * total;
 		slen[d] = 0;
-		if (!streams[d])
-			e = CN_ERR_NOMEM;
 	}
-	for (size_t b = 0; !e && b * CN_EC_BLOCK_SIZE < len; b++) {
+	for (size_t b = 0; b * CN_EC_BLOCK_SIZE < len; b++) {
 		size_t bl = len - b * CN_EC_BLOCK_SIZE < CN_EC_BLOCK_SIZE ? len - b * CN_EC_BLOCK_SIZE
 		                                                          : CN_EC_BLOCK_SIZE;
 		size_t sl = cn_codec_shard_len(c, bl);
 		unsigned char *ptr[CN_EC_MAX_DRIVES], hashes[CN_EC_MAX_DRIVES][HASH_LEN];
-		for (size_t j = 0; j < n; j++)
-			ptr[j] = scratch + j * sl;
-		if ((e = cn_codec_encode(c, data + b * CN_EC_BLOCK_SIZE, bl, ptr, hashes)))
-			break;
+		for (size_t d = 0; d < n; d++)
+			ptr[dist[d]] = streams[d] + slen[d] + HASH_LEN;
+		cn_err e = cn_codec_encode(c, data + b * CN_EC_BLOCK_SIZE, bl, ptr, hashes);
+		if (e)
+			return e;
 		for (size_t d = 0; d < n; d++) {
 			memcpy(streams[d] + slen[d], hashes[dist[d]], HASH_LEN);
-			memcpy(streams[d] + slen[d] + HASH_LEN, ptr[dist[d]], sl);
 			slen[d] += HASH_LEN + sl;
 		}
 	}
-	free(scratch);
-	return e;
+	return CN_OK;
 }
 
 cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m)
@@ -700,9 +709,9 @@ cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec
 		return CN_ERR_INVALID;
 	uint8_t dist[CN_EC_MAX_DRIVES];
 	cn_codec_dist(vol, key, strlen(key), (unsigned)s->n, dist);
-	unsigned char *streams[CN_EC_MAX_DRIVES] = { 0 };
+	unsigned char *streams[CN_EC_MAX_DRIVES], *sbase = NULL;
 	size_t slen[CN_EC_MAX_DRIVES];
-	cn_err e = encode_streams(c, m->inline_data, m->inline_len, dist, s->n, streams, slen);
+	cn_err e = encode_streams(c, m->inline_data, m->inline_len, dist, s->n, &sbase, streams, slen);
 	cn_err errs[CN_EC_MAX_DRIVES];
 	unsigned char *whole = m->inline_data;
 	size_t whole_len = m->inline_len;
@@ -714,6 +723,10 @@ cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec
 	}
 	cn_buf rec;
 	cn_buf_init(&rec);
+	/* the record's fields and its shard stream, reserved once for every drive (growing
+	 * by doubling would copy the stream and touch fresh pages on each step) */
+	if (!e)
+		e = cn_buf_reserve(&rec, slen[0] + 4096);
 	for (size_t d = 0; d < s->n; d++) {
 		if (e || !D(s, d)) {
 			errs[d] = e ? e : CN_ERR_OFFLINE;
@@ -732,8 +745,7 @@ cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec
 		m->nparts = 0;
 	}
 	cn_buf_fini(&rec);
-	for (size_t d = 0; d < s->n; d++)
-		free(streams[d]);
+	free(sbase);
 	return e ? e : reduce_quorum(errs, s->n, (size_t)k + (k == mm));
 }
 
@@ -745,10 +757,7 @@ static cn_err trust_miss(cn_ec_set *s, size_t d, cn_err e)
 {
 	if (e != CN_ERR_NO_KEY && e != CN_ERR_NO_BUCKET && e != CN_ERR_NOT_FOUND)
 		return e;
-	cn_drive_info di;
-	if (!D(s, d) || D(s, d)->ops->info(D(s, d), &di) != CN_OK || !di.online)
-		return CN_ERR_OFFLINE;
-	return e;
+	return drive_online(s, d) ? e : CN_ERR_OFFLINE;
 }
 
 /* What makes two drives' records the same version (E2). */
@@ -1230,12 +1239,20 @@ static cn_err load_block(cn_ec_reader *r, size_t p, size_t b)
 again:
 	have = 0;
 	memset(present, 0, sizeof present);
-	/* data shards first, then parity until K are good */
-	for (unsigned j = 0; j < n; j++) /* scratch: where missing shards are rebuilt */
-		ptr[j] = r->sh + (size_t)j * r->sh_stride + HASH_LEN;
+	/* data shards first, then parity until K are good; shards read from files and
+	 * missing ones rebuilt go to the scratch (sh), inline ones are used where they are */
 	for (unsigned j = 0; j < n && have < r->k; j++) {
 		int d = r->slot_of[j];
-		if (d >= 0 && read_shard(r, p, b, (size_t)d, sl, ptr[j] - HASH_LEN, &ptr[j])) {
+		ptr[j] = NULL;
+		if (d < 0)
+			continue;
+		unsigned char *out = NULL;
+		if (!r->inl[d]) {
+			if (!r->sh && !(r->sh = malloc(n * r->sh_stride)))
+				return CN_ERR_NOMEM;
+			out = r->sh + (size_t)j * r->sh_stride;
+		}
+		if (read_shard(r, p, b, (size_t)d, sl, out, &ptr[j])) {
 			present[j] = true;
 			have++;
 		}
@@ -1250,6 +1267,11 @@ again:
 	bool need = false;
 	for (unsigned j = 0; j < r->k; j++)
 		need |= !present[j];
+	if (need && !r->sh && !(r->sh = malloc(n * r->sh_stride)))
+		return CN_ERR_NOMEM;
+	for (unsigned j = 0; j < n; j++) /* where missing shards are rebuilt */
+		if (!present[j])
+			ptr[j] = r->sh ? r->sh + (size_t)j * r->sh_stride + HASH_LEN : NULL;
 	if (need) {
 		bool want[CN_EC_MAX_DRIVES] = { false };
 		for (unsigned j = 0; j < r->k; j++)
@@ -1330,12 +1352,10 @@ static cn_err open_coded(cn_ec_reader *r, const char *vid, bool full, cn_ec_meta
 	}
 	if (!e) {
 		/* scratch for the largest block the object has: a 64 KiB object on 16 drives
-		 * needs 16 x 5.4 KiB, not 16 x 85 KiB */
+		 * needs 16 x 5.4 KiB, not 16 x 85 KiB. Allocated by the first load_block that
+		 * needs it: a healthy inline object is served from its records alone. */
 		size_t big = r->size < (int64_t)r->block_size ? (size_t)r->size : r->block_size;
 		r->sh_stride = HASH_LEN + cn_codec_shard_len(r->c, big);
-		r->sh = malloc(s->n * r->sh_stride);
-		if (!r->sh)
-			e = CN_ERR_NOMEM;
 	}
 	if (!e) {
 		cn_ec_meta_fini(m);
@@ -1585,7 +1605,7 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 	size_t n = s->n;
 	size_t fsl = cn_codec_shard_len(r->c, r->block_size);
 	unsigned char *shards = malloc(n * fsl);
-	unsigned char *streams[CN_EC_MAX_DRIVES] = { 0 };
+	unsigned char *streams[CN_EC_MAX_DRIVES] = { 0 }, *sbase = NULL;
 	size_t slen[CN_EC_MAX_DRIVES] = { 0 };
 	if (!shards)
 		e = CN_ERR_NOMEM;
@@ -1597,7 +1617,7 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 		if (!e)
 			e = cn_ec_reader_read(r, 0, all, (size_t)m.size, &got);
 		if (!e)
-			e = encode_streams(r->c, all, (size_t)m.size, r->dist, n, streams, slen);
+			e = encode_streams(r->c, all, (size_t)m.size, r->dist, n, &sbase, streams, slen);
 		free(all);
 	}
 	for (size_t p = 0; !e && !is_inline && p < r->nparts; p++) {
@@ -1688,8 +1708,7 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 			D(s, d)->ops->abort_tmp(D(s, d), tmp_id);
 	cn_buf_fini(&rec);
 	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key);
-	for (size_t d = 0; d < n; d++)
-		free(streams[d]);
+	free(sbase);
 	free(shards);
 	cn_ec_reader_close(r);
 	cn_ec_meta_fini(&m);
