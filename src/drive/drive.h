@@ -45,6 +45,9 @@ typedef cn_err (*cn_drive_walk_fn)(void *ctx, const char *key, size_t keylen, bo
 typedef struct cn_drive_ops {
 	void (*close)(cn_drive *d);
 	cn_err (*info)(cn_drive *d, cn_drive_info *out);
+	/* info's `online` alone, without the capacity (no statvfs): asked per request, where a
+	 * "not there" answer must come from a drive that is there. May be NULL (info is asked). */
+	bool (*online)(cn_drive *d);
 	/* After the drive's folder was removed and made again, or wiped: point the drive at
 	 * what is at its path now and make its system folders; CN_OK when it is usable (its
 	 * format is the caller's business), CN_ERR_OFFLINE when nothing is there. May be

@@ -129,6 +129,18 @@ static cn_err h_info(cn_drive *dd, cn_drive_info *out)
 	return e;
 }
 
+/* Not timed or judged: one fstat of the drive's folder (what info adds is the statvfs). */
+static bool h_online(cn_drive *dd)
+{
+	hdrive *d = H(dd);
+	if (atomic_load(&d->offline))
+		return false;
+	if (d->in->ops->online)
+		return d->in->ops->online(d->in) && !atomic_load(&d->offline);
+	cn_drive_info di;
+	return h_info(dd, &di) == CN_OK && di.online;
+}
+
 static bool probe(hdrive *d);
 
 /* Not gated by W2 (bringing a drive back is what it is for); an offline drive that reopens
@@ -387,6 +399,7 @@ static const void *h_sync_group(cn_drive *dd)
 static const cn_drive_ops health_ops = {
 	.close = h_close,
 	.info = h_info,
+	.online = h_online,
 	.reopen = h_reopen,
 	.read_sys = h_read_sys,
 	.write_sys = h_write_sys,

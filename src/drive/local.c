@@ -627,6 +627,12 @@ static cn_err local_info(cn_drive *dd, cn_drive_info *out)
 	return CN_OK;
 }
 
+static bool local_online(cn_drive *dd)
+{
+	struct stat st;
+	return fstat(L(dd)->root_fd, &st) == 0 && st.st_nlink > 0;
+}
+
 static bool sys_name_ok(const char *name)
 {
 	size_t n = strlen(name);
@@ -857,16 +863,17 @@ static void local_abort_tmp(cn_drive *dd, const char *tmp_id)
 	unlinkat(L(dd)->root_fd, path, 0);
 }
 
-/* mkdir -p of the key folder below the vol (which must exist). */
+/* mkdir -p of the key folder below the vol (which must exist: CN_ERR_NO_BUCKET otherwise).
+ * The common case costs one mkdirat: the key's parent folders exist and only its own is
+ * new (or it exists too). Otherwise the path is made from the vol down. */
 static cn_err make_key_dirs(local_drive *d, char *path, size_t vol_len)
 {
-	struct stat st;
-	path[vol_len] = 0;
-	if (fstatat(d->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
-		path[vol_len] = '/';
-		return CN_ERR_NO_BUCKET;
+	if (mkdirat(d->root_fd, path, 0755) == 0) {
+		pending_dir(d, path, (size_t)(strrchr(path, '/') - path));
+		return CN_OK;
 	}
-	path[vol_len] = '/';
+	if (errno == EEXIST)
+		return CN_OK;
 	for (char *p = path + vol_len + 1;; p++) {
 		if (*p != '/' && *p != 0)
 			continue;
@@ -876,8 +883,11 @@ static cn_err make_key_dirs(local_drive *d, char *path, size_t vol_len)
 		int err = errno;
 		if (rc == 0) /* a new entry in the parent folder */
 			pending_dir(d, path, (size_t)(strrchr(path, '/') - path));
+		bool first = !memchr(path + vol_len + 1, '/', (size_t)(p - path) - vol_len - 1);
 		*p = saved;
 		if (rc < 0 && err != EEXIST) {
+			if (first && (err == ENOENT || err == ENOTDIR))
+				return CN_ERR_NO_BUCKET; /* no vol folder */
 			if (err == ENOENT)
 				return CN_ERR_NOT_FOUND; /* a parent vanished: caller retries */
 			return map_errno(d, err, "creating folder", path);
@@ -1826,6 +1836,7 @@ static void local_close(cn_drive *dd)
 static const cn_drive_ops local_ops = {
 	.close = local_close,
 	.info = local_info,
+	.online = local_online,
 	.reopen = local_reopen,
 	.read_sys = local_read_sys,
 	.write_sys = local_write_sys,

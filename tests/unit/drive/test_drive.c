@@ -323,12 +323,53 @@ TEST(test_record_sizes)
 	cn_drive_close(d);
 }
 
+/* make_key_dirs: one mkdirat when only the key's own folder is new, the path from the vol
+ * down otherwise; a missing (or non-folder) vol is NO_BUCKET, a file in the way an error. */
+static void test_key_folders(void)
+{
+	cn_drive *d = open_fresh(false);
+	cn_buf b;
+	cn_buf_init(&b);
+	CHECK(d->ops->online(d));
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	CHECK_EQ_INT(put_inline(d, "a/b/c", "R1"), CN_OK); /* every parent new */
+	CHECK_EQ_INT(put_inline(d, "a/b/d", "R2"), CN_OK); /* the leaf only */
+	CHECK_EQ_INT(put_inline(d, "a/b/c", "R3"), CN_OK); /* the leaf exists */
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "a/b/c", 100, &b), CN_OK);
+	CHECK(b.len == 2 && !memcmp(b.p, "R3", 2));
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "a/b/d", 100, &b), CN_OK);
+	CHECK(b.len == 2 && !memcmp(b.p, "R2", 2));
+	CHECK_EQ_INT(d->ops->rename_data(d, "t1", NULL, "nov", "x/y", "R", 1), CN_ERR_NO_BUCKET);
+	char p[1024];
+	snprintf(p, sizeof p, "%s/fv", base); /* a file where a vol folder would be */
+	FILE *f = fopen(p, "w");
+	CHECK(f && fclose(f) == 0);
+	CHECK_EQ_INT(d->ops->rename_data(d, "t2", NULL, "fv", "k", "R", 1), CN_ERR_NO_BUCKET);
+	CHECK_EQ_INT(d->ops->rename_data(d, "t3", NULL, "fv", "x/y", "R", 1), CN_ERR_NO_BUCKET);
+	snprintf(p, sizeof p, "%s/vol/f", base); /* a file where a key's parent folder would be */
+	f = fopen(p, "w");
+	CHECK(f && fclose(f) == 0);
+	cn_err e = put_inline(d, "f/k", "R");
+	CHECK(e != CN_OK && e != CN_ERR_NO_BUCKET);
+	CHECK(tmp_find_empty(""));
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+	CHECK(system(cmd) == 0);
+	CHECK(!d->ops->online(d));
+	cn_drive_info di;
+	CHECK_EQ_INT(d->ops->info(d, &di), CN_OK);
+	CHECK(!di.online);
+	cn_buf_fini(&b);
+	cn_drive_close(d);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
 	snprintf(base, sizeof base, "/tmp/cn_drive_test.%d", (int)getpid());
 	RUN(test_layout_and_escaping);
 	RUN(test_record_sizes);
+	RUN(test_key_folders);
 	RUN(test_walk);
 	RUN(test_sys_and_vols);
 	RUN(test_group_commit);
