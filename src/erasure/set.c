@@ -723,8 +723,9 @@ cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec
 	}
 	cn_buf rec;
 	cn_buf_init(&rec);
-	/* the record's fields and its shard stream, reserved once for every drive (growing
-	 * by doubling would copy the stream and touch fresh pages on each step) */
+	/* the record's fields (a few hundred bytes; user metadata is at most 2 KiB) and its
+	 * shard stream, reserved once for every drive: growing by doubling would copy the
+	 * stream and touch fresh pages on each step (a larger record still just grows) */
 	if (!e)
 		e = cn_buf_reserve(&rec, slen[0] + 4096);
 	for (size_t d = 0; d < s->n; d++) {

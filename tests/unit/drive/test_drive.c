@@ -325,7 +325,7 @@ TEST(test_record_sizes)
 
 /* make_key_dirs: one mkdirat when only the key's own folder is new, the path from the vol
  * down otherwise; a missing (or non-folder) vol is NO_BUCKET, a file in the way an error. */
-static void test_key_folders(void)
+TEST(test_key_folders)
 {
 	cn_drive *d = open_fresh(false);
 	cn_buf b;
