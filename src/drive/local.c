@@ -874,6 +874,7 @@ static cn_err make_key_dirs(local_drive *d, char *path, size_t vol_len)
 	}
 	if (errno == EEXIST)
 		return CN_OK;
+	bool first = true; /* the component right below the vol */
 	for (char *p = path + vol_len + 1;; p++) {
 		if (*p != '/' && *p != 0)
 			continue;
@@ -883,7 +884,6 @@ static cn_err make_key_dirs(local_drive *d, char *path, size_t vol_len)
 		int err = errno;
 		if (rc == 0) /* a new entry in the parent folder */
 			pending_dir(d, path, (size_t)(strrchr(path, '/') - path));
-		bool first = !memchr(path + vol_len + 1, '/', (size_t)(p - path) - vol_len - 1);
 		*p = saved;
 		if (rc < 0 && err != EEXIST) {
 			if (first && (err == ENOENT || err == ENOTDIR))
@@ -894,6 +894,7 @@ static cn_err make_key_dirs(local_drive *d, char *path, size_t vol_len)
 		}
 		if (saved == 0)
 			return CN_OK;
+		first = false;
 	}
 }
 

@@ -1223,6 +1223,14 @@ static bool reader_complete(cn_ec_reader *r)
 	return more;
 }
 
+/* The reader's scratch (n x sh_stride), allocated on first use; NULL when out of memory. */
+static unsigned char *reader_scratch(cn_ec_reader *r)
+{
+	if (!r->sh)
+		r->sh = malloc(r->s->n * r->sh_stride);
+	return r->sh;
+}
+
 /* Loads block b of part p: its K data shards verified, missing ones rebuilt (E4: data
  * shards first, parity only as needed), left in r->sh at r->dptr (the block's bytes are
  * their concatenation; block_at reads them, nothing is joined). */
@@ -1249,7 +1257,7 @@ again:
 			continue;
 		unsigned char *out = NULL;
 		if (!r->inl[d]) {
-			if (!r->sh && !(r->sh = malloc(n * r->sh_stride)))
+			if (!reader_scratch(r))
 				return CN_ERR_NOMEM;
 			out = r->sh + (size_t)j * r->sh_stride;
 		}
@@ -1268,7 +1276,7 @@ again:
 	bool need = false;
 	for (unsigned j = 0; j < r->k; j++)
 		need |= !present[j];
-	if (need && !r->sh && !(r->sh = malloc(n * r->sh_stride)))
+	if (need && !reader_scratch(r))
 		return CN_ERR_NOMEM;
 	for (unsigned j = 0; j < n; j++) /* where missing shards are rebuilt */
 		if (!present[j])
