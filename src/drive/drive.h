@@ -80,10 +80,11 @@ typedef struct cn_drive_ops {
 	cn_err (*file_close)(cn_drive_file *f, bool keep);
 	void (*abort_tmp)(cn_drive *d, const char *tmp_id);
 
-	/* The commit step: makes the key's folder (retrying when a concurrent delete removes
-	 * a parent), moves tmp/<tmp_id>/<data_id> into it (data_id NULL: inline version, no
-	 * folder), writes rec to a tmp file and renames it over the key's record, so readers
-	 * see the old record or the new one. Removes tmp/<tmp_id>. Not synced: call sync.
+	/* The commit step: makes the key's folders (retrying when a concurrent delete removes
+	 * a parent), moves tmp/<tmp_id>/<data_id> into the key's folder (data_id NULL: inline
+	 * version, no data folder; the local drive then makes no folder for the key itself),
+	 * writes rec to a tmp file and renames it over the key's record, so readers see the
+	 * old record or the new one. Removes tmp/<tmp_id>. Not synced: call sync.
 	 * The previous version's data folder stays: remove it with delete_data. */
 	cn_err (*rename_data)(cn_drive *d, const char *tmp_id, const char *data_id,
 	                      const char *vol, const char *key, const void *rec, size_t reclen);
@@ -133,8 +134,8 @@ typedef struct cn_drive_ops {
 	cn_err (*version_delete)(cn_drive *d, const char *vol, const char *key, const char *vid);
 	cn_err (*version_promote)(cn_drive *d, const char *vol, const char *key, const char *vid);
 	/* version_write: writes noncurrent version vid's record (atomic: tmp + rename;
-	 *   replaces or creates: callers hold the key's lock and know the version exists on a
-	 *   quorum); CN_ERR_NO_KEY when the key has no folder on this drive. */
+	 *   replaces or creates, making the key's folders as needed: callers hold the key's
+	 *   lock and know the version exists on a quorum). */
 	cn_err (*version_write)(cn_drive *d, const char *vol, const char *key, const char *vid,
 	                        const void *rec, size_t reclen);
 	/* move_data: moves tmp/<tmp_id>/<data_id> into the key's folder (made as needed)

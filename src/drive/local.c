@@ -34,7 +34,9 @@
 
 #define SYS_DIR ".cairn.sys"
 #define TMP_DIR ".cairn.sys/tmp"
-#define REC_NAME "%meta"
+#define REC_NAME "%meta"    /* the record of a key whose leaf is longer than FLAT_MAX */
+#define FLAT_PREFIX "%m."  /* "%m.<leaf>": a key's current record, beside its folder */
+#define FLAT_MAX (255 - 3) /* longest leaf stored as FLAT_PREFIX + leaf (NAME_MAX) */
 #define WALK_REC_MAX (64u << 20)
 #define PATH_CAP 4096
 
@@ -199,6 +201,32 @@ static cn_err key_path(cn_buf *b, const char *vol, const char *key)
 	}
 	if (!e && b->len + 64 >= PATH_CAP)
 		e = CN_ERR_BAD_KEY;
+	return e;
+}
+
+/* The path of key's current record (FORMAT.md §3) into b (reset first): the file
+ * "<parent folder>/%m.<leaf>" beside the key's folder, so an object without data folders
+ * or versions (every small object) has no folder of its own; a leaf longer than FLAT_MAX
+ * bytes keeps its record inside its folder ("<key folder>/%meta"). *dir_len: the length
+ * of the folder part of b (the vol for a key without '/'). */
+static cn_err rec_path(cn_buf *b, const char *vol, const char *key, size_t *dir_len)
+{
+	cn_err e = key_path(b, vol, key);
+	if (e)
+		return e;
+	const char *leaf = strrchr(key, '/');
+	leaf = leaf ? leaf + 1 : key;
+	size_t ll = strlen(leaf);
+	if (ll > FLAT_MAX) {
+		*dir_len = b->len;
+		return cn_buf_puts(b, "/" REC_NAME);
+	}
+	/* the last component's on-disk name holds no '/' */
+	b->len = (size_t)(strrchr(b->p, '/') - b->p);
+	*dir_len = b->len;
+	e = cn_buf_append(b, "/" FLAT_PREFIX, 1 + strlen(FLAT_PREFIX));
+	if (!e)
+		e = cn_buf_append(b, leaf, ll);
 	return e;
 }
 
@@ -572,8 +600,17 @@ static cn_err remove_path(local_drive *d, const char *p)
 	return remove_tree(d, path, len, sizeof path);
 }
 
+/* True when a folder entry is a current record ("%m.<leaf>", rec_path); *leaf its leaf. */
+static bool flat_record(const char *name, bool is_dir, const char **leaf)
+{
+	if (is_dir || strncmp(name, FLAT_PREFIX, strlen(FLAT_PREFIX)) != 0)
+		return false;
+	*leaf = name + strlen(FLAT_PREFIX);
+	return true;
+}
+
 /* True when the folder path (a key folder or a vol) holds an object record anywhere
- * below it (not counting path/%meta itself). */
+ * below it: the records of the keys one component longer sit in it (rec_path). */
 static cn_err has_object_below(local_drive *d, char *path, size_t len, bool *found)
 {
 	char **names;
@@ -585,6 +622,10 @@ static cn_err has_object_below(local_drive *d, char *path, size_t len, bool *fou
 		return CN_OK;
 	if (e)
 		return e;
+	for (size_t i = 0; i < n && !*found; i++) {
+		const char *c;
+		*found = flat_record(names[i], isdir[i], &c);
+	}
 	for (size_t i = 0; i < n && !e && !*found; i++) {
 		const char *c;
 		if (!isdir[i] || !decode_component(names[i], &c))
@@ -596,8 +637,8 @@ static cn_err has_object_below(local_drive *d, char *path, size_t len, bool *fou
 		memcpy(path + len + 1, names[i], nl);
 		memcpy(path + len + 1 + nl, "/" REC_NAME, sizeof("/" REC_NAME));
 		struct stat st;
-		if (fstatat(d->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			*found = true;
+		if (strlen(c) > FLAT_MAX && fstatat(d->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			*found = true; /* a long leaf's record, in its own folder */
 		} else {
 			path[len + 1 + nl] = 0;
 			e = has_object_below(d, path, len + 1 + nl, found);
@@ -903,15 +944,22 @@ static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *da
 {
 	local_drive *d = L(dd);
 	char src[256], recsrc[256], dst[PATH_CAP];
-	cn_buf kp;
+	cn_buf kp, rp;
 	cn_err e;
 	int recfd = -1;
 	if (!id_ok(tmp_id) || (data_id && !id_ok(data_id)))
 		return CN_ERR_INVALID;
 	cn_buf_init(&kp);
-	if ((e = key_path(&kp, vol, key)))
+	cn_buf_init(&rp);
+	size_t rdir; /* rp.p[0..rdir): the folder the record goes into */
+	if ((e = key_path(&kp, vol, key)) || (e = rec_path(&rp, vol, key, &rdir)))
 		goto out;
 	size_t vol_len = strlen(vol);
+	/* The folder to make: the key's own when a data folder moves into it (its parent
+	 * holds the record), else the record's. A small object's record usually lands in a
+	 * folder that exists (the vol, or a prefix shared with other keys): nothing to make. */
+	char *mk = data_id ? kp.p : rp.p;
+	size_t mk_len = data_id ? kp.len : rdir;
 	if (data_id) {
 		/* the version's tmp folder exists (create_file): the record goes inside it */
 		char rest[256];
@@ -934,18 +982,27 @@ static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *da
 	if ((e = write_all(d, recfd, rec, reclen, recsrc)))
 		goto out;
 	/* A concurrent delete may rmdir our parents between mkdir and rename (it only removes
-	 * empty folders): retry the whole mkdir -p + rename a few times. */
+	 * empty folders): retry the whole mkdir -p + rename a few times. The first attempt
+	 * renames without making anything when only the record moves: its folder is there
+	 * unless this is the first key below a new prefix (or the vol is gone). */
 	bool data_moved = data_id == NULL;
+	bool try_first = data_id == NULL;
 	for (int tries = 0;; tries++) {
 		if (tries == 8) {
-			e = map_errno(d, ENOENT, "committing", kp.p);
+			e = map_errno(d, ENOENT, "committing", rp.p);
 			goto out;
 		}
-		e = make_key_dirs(d, kp.p, vol_len);
-		if (e == CN_ERR_NOT_FOUND)
-			continue;
-		if (e)
-			goto out;
+		if (!try_first && mk_len > vol_len) {
+			char saved = mk[mk_len];
+			mk[mk_len] = 0;
+			e = make_key_dirs(d, mk, vol_len);
+			mk[mk_len] = saved;
+			if (e == CN_ERR_NOT_FOUND)
+				continue;
+			if (e)
+				goto out;
+		}
+		try_first = false;
 		if (!data_moved) {
 			snprintf(dst, sizeof dst, "%s/%s", kp.p, data_id);
 			if (renameat(d->root_fd, src, d->root_fd, dst) < 0) {
@@ -956,33 +1013,38 @@ static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *da
 			}
 			data_moved = true;
 		}
-		snprintf(dst, sizeof dst, "%s/%s", kp.p, REC_NAME);
-		if (renameat(d->root_fd, recsrc, d->root_fd, dst) < 0) {
-			if (errno == ENOENT)
+		if (renameat(d->root_fd, recsrc, d->root_fd, rp.p) < 0) {
+			if ((errno == ENOENT || errno == ENOTDIR) && rdir == vol_len) {
+				e = CN_ERR_NO_BUCKET; /* the record goes straight into the vol */
+				goto out;
+			}
+			if (errno == ENOENT || errno == ENOTDIR)
 				continue;
-			e = map_errno(d, errno, "renaming record into", dst);
+			e = map_errno(d, errno, "renaming record into", rp.p);
 			goto out;
 		}
 		break;
 	}
-	pending_dir(d, kp.p, kp.len);
+	pending_dir(d, rp.p, rdir);
 	if (data_id) {
+		pending_dir(d, kp.p, kp.len);
 		snprintf(dst, sizeof dst, "%s/%s", kp.p, data_id);
 		pending_dir(d, dst, strlen(dst));
-	}
-	if (data_id) { /* the tmp folder is empty now */
+		/* the tmp folder is empty now */
 		tmp_path(src, sizeof src, tmp_id, "");
 		unlinkat(d->root_fd, src, AT_REMOVEDIR);
 	}
-	e = sync_fd(d, recfd, dst);
+	e = sync_fd(d, recfd, rp.p);
 	close(recfd);
 	cn_buf_fini(&kp);
+	cn_buf_fini(&rp);
 	return e;
 out:
 	if (recfd >= 0)
 		close(recfd);
 	local_abort_tmp(dd, tmp_id);
 	cn_buf_fini(&kp);
+	cn_buf_fini(&rp);
 	return e;
 }
 
@@ -991,34 +1053,32 @@ out:
 static cn_err local_read_meta(cn_drive *dd, const char *vol, const char *key, size_t max,
                               cn_buf *out)
 {
-	cn_buf kp;
-	cn_buf_init(&kp);
-	cn_err e = key_path(&kp, vol, key);
+	cn_buf rp;
+	size_t rdir;
+	cn_buf_init(&rp);
+	cn_err e = rec_path(&rp, vol, key, &rdir);
 	if (!e)
-		e = cn_buf_puts(&kp, "/" REC_NAME);
-	if (!e)
-		e = read_file_at(L(dd), kp.p, max, out, CN_ERR_NO_KEY);
-	cn_buf_fini(&kp);
+		e = read_file_at(L(dd), rp.p, max, out, CN_ERR_NO_KEY);
+	cn_buf_fini(&rp);
 	return e;
 }
 
 static cn_err local_delete_meta(cn_drive *dd, const char *vol, const char *key)
 {
 	local_drive *d = L(dd);
-	cn_buf kp;
-	cn_buf_init(&kp);
-	cn_err e = key_path(&kp, vol, key);
-	if (!e)
-		e = cn_buf_puts(&kp, "/" REC_NAME);
-	if (!e && unlinkat(d->root_fd, kp.p, 0) < 0) {
+	cn_buf rp;
+	size_t rdir;
+	cn_buf_init(&rp);
+	cn_err e = rec_path(&rp, vol, key, &rdir);
+	if (!e && unlinkat(d->root_fd, rp.p, 0) < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			e = CN_ERR_NO_KEY;
 		else
-			e = map_errno(d, errno, "removing record", kp.p);
+			e = map_errno(d, errno, "removing record", rp.p);
 	}
 	if (!e)
-		pending_dir(d, kp.p, kp.len - strlen("/" REC_NAME));
-	cn_buf_fini(&kp);
+		pending_dir(d, rp.p, rdir);
+	cn_buf_fini(&rp);
 	return e;
 }
 
@@ -1143,6 +1203,7 @@ typedef struct vent {
 	size_t clen;
 	const char *disk;     /* on-disk name */
 	bool subtree;         /* false: the object comp; true: the subtree comp + "/" */
+	bool flat;            /* the object's record is disk itself, not disk/%meta */
 } vent;
 
 /* Compares two virtual entries as key strings: comp (+ "/" when subtree). */
@@ -1192,11 +1253,16 @@ static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_
 	}
 	for (size_t i = 0; i < n; i++) {
 		const char *c;
+		if (flat_record(names[i], isdir[i], &c)) {
+			v[nv++] = (vent){ c, strlen(c), names[i], false, true };
+			continue;
+		}
 		if (!isdir[i] || !decode_component(names[i], &c))
 			continue;
 		size_t cl = strlen(c);
-		v[nv++] = (vent){ c, cl, names[i], false };
-		v[nv++] = (vent){ c, cl, names[i], true };
+		if (cl > FLAT_MAX) /* a long leaf's record is in its folder (rec_path) */
+			v[nv++] = (vent){ c, cl, names[i], false, false };
+		v[nv++] = (vent){ c, cl, names[i], true, false };
 	}
 	if (nv > 1)
 		qsort(v, nv, sizeof *v, vent_cmp);
@@ -1218,7 +1284,8 @@ static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_
 				goto next;
 			if (w->slash && memchr(w->key + w->plen, '/', fk - w->plen))
 				goto next; /* cannot happen: such keys are rolled up */
-			memcpy(w->path + pd, "/" REC_NAME, sizeof("/" REC_NAME));
+			if (!v[i].flat)
+				memcpy(w->path + pd, "/" REC_NAME, sizeof("/" REC_NAME));
 			cn_err re = read_file_at(w->d, w->path, WALK_REC_MAX, &w->rec, CN_ERR_NO_KEY);
 			if (re == CN_ERR_NO_KEY)
 				goto next;
@@ -1356,14 +1423,25 @@ void cn_drive_local_sync_stats(cn_drive *dd, uint64_t *barriers, uint64_t *flush
 
 #define VER_PREFIX "%v."
 
-/* "<key path>/<name>" into kp; name = REC_NAME or VER_PREFIX vid. */
+/* "<key folder>/%v.<vid>" into kp. */
 static cn_err ver_path(cn_buf *kp, const char *vol, const char *key, const char *vid)
 {
-	if (vid && !id_ok(vid))
+	if (!id_ok(vid))
 		return CN_ERR_NO_KEY;
 	cn_err e = key_path(kp, vol, key);
 	if (!e)
-		e = vid ? cn_buf_printf(kp, "/%%v.%s", vid) : cn_buf_puts(kp, "/" REC_NAME);
+		e = cn_buf_printf(kp, "/%%v.%s", vid);
+	return e;
+}
+
+/* Makes the key's folder (kp: its path, then a name to put in it; the name is cut off
+ * during the call). CN_ERR_NOT_FOUND: a concurrent delete removed a parent, retry. */
+static cn_err make_key_folder(local_drive *d, cn_buf *kp, const char *vol)
+{
+	char *slash = strrchr(kp->p, '/');
+	*slash = 0;
+	cn_err e = make_key_dirs(d, kp->p, strlen(vol));
+	*slash = '/';
 	return e;
 }
 
@@ -1371,18 +1449,30 @@ static cn_err local_version_keep(cn_drive *dd, const char *vol, const char *key,
 {
 	local_drive *d = L(dd);
 	cn_buf cur, ver;
+	size_t rdir;
 	cn_buf_init(&cur);
 	cn_buf_init(&ver);
-	cn_err e = ver_path(&cur, vol, key, NULL);
+	cn_err e = rec_path(&cur, vol, key, &rdir);
 	if (!e)
 		e = ver_path(&ver, vol, key, vid);
-	if (!e) {
-		/* link(2) does not replace: an older copy of this vid (a crash between keep and
-		 * the commit that follows it) goes first */
+	/* link(2) does not replace: an older copy of this vid (a crash between keep and the
+	 * commit that follows it) goes first. The key's folder may not exist yet (a small
+	 * object's record sits beside it): made on ENOENT when the record is there. */
+	if (!e)
 		unlinkat(d->root_fd, ver.p, 0);
-		if (linkat(d->root_fd, cur.p, d->root_fd, ver.p, 0) < 0)
-			e = (errno == ENOENT || errno == ENOTDIR) ? CN_ERR_NO_KEY
-			                                         : map_errno(d, errno, "keeping version", ver.p);
+	for (int tries = 0; !e; tries++) {
+		if (linkat(d->root_fd, cur.p, d->root_fd, ver.p, 0) == 0)
+			break;
+		struct stat st;
+		if ((errno != ENOENT && errno != ENOTDIR) || tries == 8) {
+			e = map_errno(d, errno, "keeping version", ver.p);
+		} else if (fstatat(d->root_fd, cur.p, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			e = CN_ERR_NO_KEY;
+		} else {
+			e = make_key_folder(d, &ver, vol);
+			if (e == CN_ERR_NOT_FOUND)
+				e = CN_OK;
+		}
 	}
 	if (!e)
 		pending_dir(d, ver.p, (size_t)(strrchr(ver.p, '/') - ver.p));
@@ -1453,16 +1543,19 @@ static cn_err local_version_promote(cn_drive *dd, const char *vol, const char *k
 {
 	local_drive *d = L(dd);
 	cn_buf cur, ver;
+	size_t rdir;
 	cn_buf_init(&cur);
 	cn_buf_init(&ver);
-	cn_err e = ver_path(&cur, vol, key, NULL);
+	cn_err e = rec_path(&cur, vol, key, &rdir);
 	if (!e)
 		e = ver_path(&ver, vol, key, vid);
 	if (!e && renameat(d->root_fd, ver.p, d->root_fd, cur.p) < 0)
 		e = (errno == ENOENT || errno == ENOTDIR) ? CN_ERR_NO_KEY
 		                                         : map_errno(d, errno, "promoting version", ver.p);
-	if (!e)
-		pending_dir(d, cur.p, (size_t)(strrchr(cur.p, '/') - cur.p));
+	if (!e) {
+		pending_dir(d, cur.p, rdir);
+		pending_dir(d, ver.p, (size_t)(strrchr(ver.p, '/') - ver.p));
+	}
 	cn_buf_fini(&cur);
 	cn_buf_fini(&ver);
 	return e;
@@ -1480,9 +1573,11 @@ static cn_err local_version_write(cn_drive *dd, const char *vol, const char *key
 	cn_err e = ver_path(&ver, vol, key, vid);
 	/* the tmp file beside it ("%t." never names a key component or a record) */
 	if (!e && !(e = key_path(&tmp, vol, key))) {
+		/* no key folder on this drive yet (a small current version has none) */
 		struct stat st;
-		if (fstatat(d->root_fd, tmp.p, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-			e = CN_ERR_NO_KEY; /* no key folder on this drive */
+		if (fstatat(d->root_fd, tmp.p, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+		    (e = make_key_dirs(d, tmp.p, strlen(vol))) == CN_ERR_NOT_FOUND)
+			e = CN_ERR_NO_KEY; /* a concurrent delete emptied the key's parents */
 	}
 	if (!e)
 		e = cn_buf_printf(&tmp, "/%%t.%s", id);

@@ -31,7 +31,7 @@
 #define IO_BUF OBJ_IO_BUF
 #define VIEW_MIN (32 * 1024)
 #define KEY_LOCKS OBJ_KEY_LOCKS
-#define FORMAT_VERSION 1
+#define FORMAT_VERSION 2 /* 2: current records beside key folders (FORMAT.md §3) */
 #define LIST_STOP CN_ERR__COUNT /* internal: the walk collected enough */
 
 struct cn_obj_reader {
@@ -371,11 +371,14 @@ static cn_err format_all(cn_obj_store *s, const cn_err *open_err)
 			} else {
 				state[at] = F_BAD;
 				why_err[at] = re == CN_OK || re == CN_ERR_TOO_LARGE ? CN_ERR_CORRUPT : re;
+				const char *why = re == CN_OK || re == CN_ERR_TOO_LARGE
+				                          ? "unreadable or of an unknown version"
+				                          : "not readable";
+				if (re == CN_OK && f[at].version == 1)
+					why = "of version 1, written by an earlier cairn whose key layout this "
+					      "one does not read (docs/FORMAT.md)";
 				cn_log(CN_LOG_ERROR, NULL, "object: drive %s refused: its format record is "
-				       "%s (%s)", cn_ec_set_endpoint(s->sets[i], d),
-				       re == CN_OK || re == CN_ERR_TOO_LARGE ? "unreadable or of an unknown version"
-				                                             : "not readable",
-				       cn_err_str(why_err[at]));
+				       "%s (%s)", cn_ec_set_endpoint(s->sets[i], d), why, cn_err_str(why_err[at]));
 				cn_ec_set_refuse(s->sets[i], d);
 			}
 			cn_buf_fini(&b);

@@ -215,6 +215,31 @@ def snapshot(folder):
     return out
 
 
+def key_paths(drive, bucket, key):
+    """A key's folder and its current record beside it (docs/FORMAT.md §3)."""
+    *parents, leaf = key.split("/")
+    folder = os.path.join(drive, bucket, *parents)
+    return os.path.join(folder, leaf), os.path.join(folder, "%m." + leaf)
+
+
+def key_snapshot(drive, bucket, key):
+    """snapshot() of a key's folder, plus its record as "%m.<leaf>"."""
+    folder, rec = key_paths(drive, bucket, key)
+    out = snapshot(folder)
+    if os.path.isfile(rec):
+        with open(rec, "rb") as fh:
+            out[os.path.basename(rec)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def remove_key(drive, bucket, key):
+    """Removes a drive's copy of a key: its record and its folder (the ones that exist)."""
+    folder, rec = key_paths(drive, bucket, key)
+    shutil.rmtree(folder, ignore_errors=True)
+    if os.path.exists(rec):
+        os.unlink(rec)
+
+
 @pytest.mark.parametrize("victim_index", [1, 0])  # 0: the drive a single-drive walk would list
 def test_heal_four_drives(drive_server, tmp_path, victim_index):
     root = str(tmp_path)
@@ -238,16 +263,16 @@ def test_heal_four_drives(drive_server, tmp_path, victim_index):
             s3.put_object(Bucket=b, Key=key, Body=data[key])
     damaged = [k for k in data if k.endswith("-0")]
     victim = drives[victim_index]
-    before = {k: snapshot(os.path.join(victim, b, k)) for k in damaged}
+    before = {k: key_snapshot(victim, b, k) for k in damaged}
     assert all(before[k] for k in damaged)
     for k in damaged:
-        shutil.rmtree(os.path.join(victim, b, k))
+        remove_key(victim, b, k)
 
     p = admin(srv, "heal", "--dry-run", b)
     assert p.returncode == 0, p.stderr
     rep = report(p)
     assert (rep["scanned"], rep["healed"], rep["failed"], rep["copies"]) == (len(data), len(damaged), 0, 0)
-    assert not any(os.path.exists(os.path.join(victim, b, k)) for k in damaged)  # dry run wrote nothing
+    assert not any(key_snapshot(victim, b, k) for k in damaged)  # dry run wrote nothing
 
     p = admin(srv, "heal", b)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -257,7 +282,7 @@ def test_heal_four_drives(drive_server, tmp_path, victim_index):
 
     # the drive's files are back; shard files are byte-exact the ones removed
     for k in damaged:
-        after = snapshot(os.path.join(victim, b, k))
+        after = key_snapshot(victim, b, k)
         assert set(after) == set(before[k]), (k, before[k], after)
         for rel, digest in before[k].items():
             if os.path.basename(rel).startswith("part."):
@@ -272,7 +297,7 @@ def test_heal_four_drives(drive_server, tmp_path, victim_index):
     srv.stop()
     for d in [x for x in drives if x != victim][:2]:
         for k in damaged:
-            shutil.rmtree(os.path.join(d, b, k), ignore_errors=True)
+            remove_key(d, b, k)
     srv.start()
     s3 = make_client(srv)
     for k, body in data.items():
@@ -298,7 +323,7 @@ def test_heal_four_drives_unrepairable(drive_server, tmp_path):
     s3.put_object(Bucket=b, Key="ok", Body=good)
     s3.put_object(Bucket=b, Key="lost", Body=rand_bytes(2 * 1024 * 1024, seed=2))
     srv.stop()
-    shutil.rmtree(os.path.join(root, "d2", b, "lost"))
+    remove_key(os.path.join(root, "d2"), b, "lost")
     parts = [os.path.join(base, f) for d in ("d3", "d4") for base, _, fs in os.walk(os.path.join(root, d, b, "lost"))
              for f in fs if f.startswith("part.")]
     assert len(parts) == 2, "expected shard files for a 2 MiB object"

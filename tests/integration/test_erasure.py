@@ -112,6 +112,14 @@ def files_of(drive, bucket, key, pattern):
     return sorted(glob.glob(os.path.join(drive, bucket, *key.split("/"), pattern)))
 
 
+def record_of(drive, bucket, key):
+    """[path] of the key's current record on drive (beside its folder: docs/FORMAT.md §3;
+    keys here need no escaping and have short leaves), [] when there is none."""
+    *parents, leaf = key.split("/")
+    path = os.path.join(drive, bucket, *parents, "%m." + leaf)
+    return [path] if os.path.isfile(path) else []
+
+
 def flip(path, where=None):
     size = os.path.getsize(path)
     if size == 0:
@@ -265,7 +273,7 @@ def test_bitrot_in_shards_and_records(need_multi_drive, drive_server, root):
             if parts and j % 2 == 0:
                 flipped_shards += flip(parts[0], where=len(data) // (2 * (n - m)) + 20)
             else:
-                metas = files_of(d, b, key, "%meta")
+                metas = record_of(d, b, key)
                 assert metas, (key, d)
                 flipped_meta += flip(metas[0])
     assert flipped_shards >= 8 and flipped_meta >= 8
@@ -298,7 +306,7 @@ def test_several_sets_and_pools(need_multi_drive, drive_server, root):
     drives = drive_dirs(root, 16)
     per_set = [0, 0, 0, 0]
     for key in objs:
-        holders = [i for i, d in enumerate(drives) if files_of(d, b, key, "%meta")]
+        holders = [i for i, d in enumerate(drives) if record_of(d, b, key)]
         assert len(holders) == 4 and len({h // 4 for h in holders}) == 1, (key, holders)
         per_set[holders[0] // 4] += 1
     assert all(c >= 10 for c in per_set), per_set
@@ -333,8 +341,8 @@ def test_several_sets_and_pools(need_multi_drive, drive_server, root):
         s3.put_object(Bucket=b, Key=k, Body=v)
     pools = [0, 0]
     for k in objs:
-        in1 = bool(files_of(os.path.join(root, "p1-1"), b, k, "%meta"))
-        in2 = bool(files_of(os.path.join(root, "p2-1"), b, k, "%meta"))
+        in1 = bool(record_of(os.path.join(root, "p1-1"), b, k))
+        in2 = bool(record_of(os.path.join(root, "p2-1"), b, k))
         assert in1 != in2, k
         pools[0 if in1 else 1] += 1
     assert pools[0] > 5 and pools[1] > 5, pools
@@ -370,7 +378,7 @@ def test_listing_with_rotten_record_on_first_drive(need_multi_drive, drive_serve
     s3.create_bucket(Bucket=b)
     for k in ("a", "b", "c"):
         s3.put_object(Bucket=b, Key=k, Body=b"x" * 1000)
-    assert flip(files_of(os.path.join(root, "d1"), b, "b", "%meta")[0])
+    assert flip(record_of(os.path.join(root, "d1"), b, "b")[0])
     assert [o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]] == ["a", "b", "c"]
 
 
@@ -395,8 +403,8 @@ def test_removed_drive_formatted_when_it_reappears(need_multi_drive, drive_serve
     assert "drive 1\n" in text and f"drives-per-set {n}\n" in text
     assert os.path.isdir(os.path.join(victim, b))
     # the heal scan that follows puts every object's record back on the victim
-    wait_until(lambda: all(files_of(victim, b, k, "%meta") for k in objs), 60)
-    missing = [k for k in objs if not files_of(victim, b, k, "%meta")]
+    wait_until(lambda: all(record_of(victim, b, k) for k in objs), 60)
+    missing = [k for k in objs if not record_of(victim, b, k)]
     assert not missing, missing
     # the victim's shards are right: with M other drives gone, every byte still reads
     srv.stop()

@@ -104,9 +104,11 @@ def test_file_and_folder_coexist(s3, bucket):
 
 
 def test_internal_names_do_not_collide(s3, bucket):
-    # the local drive keeps "%meta" records and "%d.<id>" data folders inside a key's folder
+    # the local drive keeps "%m.<leaf>" records beside key folders, "%meta" records of long
+    # leaves and "%d.<id>" data folders inside them
     keys = ["col", "col/%meta", "col/%d.00000000", "col/%", "col/meta", "col/xl.meta", "col/part.1",
-            "col/.cairn.sys", "col/.cairn.sys/tmp/x", "%d.x/%meta"]
+            "col/.cairn.sys", "col/.cairn.sys/tmp/x", "%d.x/%meta", "%m.col", "col/%m.col",
+            "%m.", "%m./x", "col/%m.col/%m."]
     for k in keys:
         s3.put_object(Bucket=bucket, Key=k, Body=("content of " + k).encode() * 100)
     for k in keys:

@@ -51,10 +51,12 @@ TEST(test_layout_and_escaping)
 	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
 	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_ERR_BUCKET_EXISTS);
 	CHECK_EQ_INT(d->ops->make_vol(d, ".hidden"), CN_ERR_BAD_BUCKET_NAME);
+	/* a small object's record sits beside its key's folder, which is never made */
 	CHECK_EQ_INT(put_inline(d, "a/../%x/./", "R1"), CN_OK);
-	CHECK(exists("vol/a/%=../%=%x/%=./%=/%meta"));
+	CHECK(exists("vol/a/%=../%=%x/%=./%m."));
+	CHECK(!exists("vol/a/%=../%=%x/%=./%="));
 	CHECK_EQ_INT(put_inline(d, "a", "R2"), CN_OK);
-	CHECK(exists("vol/a/%meta"));
+	CHECK(exists("vol/%m.a") && !exists("vol/a/%meta"));
 	cn_buf b;
 	cn_buf_init(&b);
 	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "a/../%x/./", 100, &b), CN_OK);
@@ -63,7 +65,7 @@ TEST(test_layout_and_escaping)
 	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "zz", 100, &b), CN_ERR_NO_KEY);
 	CHECK_EQ_INT(d->ops->read_meta(d, "nov", "zz", 100, &b), CN_ERR_NO_KEY);
 	CHECK_EQ_INT(put_inline(d, "%meta", "R3"), CN_OK);
-	CHECK(exists("vol/%=%meta/%meta"));
+	CHECK(exists("vol/%m.%meta") && !exists("vol/%=%meta"));
 	char big[300];
 	memset(big, 'x', 299);
 	big[299] = 0;
@@ -75,7 +77,7 @@ TEST(test_layout_and_escaping)
 	CHECK_EQ_INT(d->ops->file_write(f, "hello", 5), CN_OK);
 	CHECK_EQ_INT(d->ops->file_close(f, true), CN_OK);
 	CHECK_EQ_INT(d->ops->rename_data(d, "t2", "%d.abc", "vol", "p/q", "R4", 2), CN_OK);
-	CHECK(exists("vol/p/q/%d.abc/part.1") && tmp_find_empty(""));
+	CHECK(exists("vol/p/q/%d.abc/part.1") && exists("vol/p/%m.q") && tmp_find_empty(""));
 	cn_drive_rfile *rf;
 	CHECK_EQ_INT(d->ops->open_data(d, "vol", "p/q", "%d.abc", "part.1", &rf), CN_OK);
 	char buf[16];
@@ -101,6 +103,7 @@ TEST(test_layout_and_escaping)
 typedef struct walked {
 	char items[64][64];
 	bool pre[64];
+	size_t len[64];
 	int n;
 } walked;
 
@@ -110,6 +113,7 @@ static cn_err walk_cb(void *ctx, const char *key, size_t keylen, bool is_prefix,
 	walked *w = ctx;
 	if (w->n < 64) {
 		snprintf(w->items[w->n], 64, "%s", key);
+		w->len[w->n] = keylen;
 		w->pre[w->n++] = is_prefix;
 	}
 	return CN_OK;
@@ -148,6 +152,88 @@ TEST(test_walk)
 	CHECK_EQ_INT(d->ops->walk(d, "vol", "a", "a-c", false, walk_cb, &w), CN_OK);
 	CHECK(w.n == 1 && !strcmp(w.items[0], "a/b"));
 	CHECK_EQ_INT(d->ops->walk(d, "nov", "", NULL, false, walk_cb, &w), CN_ERR_NO_BUCKET);
+	cn_drive_close(d);
+}
+
+/* Where the current record of a key sits (FORMAT.md §3): "%m.<leaf>" beside the key's
+ * folder, or "<folder>/%meta" for a leaf longer than 252 bytes; versions and data folders
+ * in the key's folder, made only when needed. */
+TEST(test_record_beside_folder)
+{
+	cn_drive *d = open_fresh(false);
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	char k252[260], k253[260], kesc[260], rel[300];
+	memset(k252, 'x', 252);
+	k252[252] = 0;
+	memset(k253, 'y', 253);
+	k253[253] = 0;
+	kesc[0] = '%'; /* 253 bytes, 255 on disk ("%=" + it) */
+	memset(kesc + 1, 'z', 252);
+	kesc[253] = 0;
+	CHECK_EQ_INT(put_inline(d, k252, "A"), CN_OK);
+	CHECK_EQ_INT(put_inline(d, k253, "B"), CN_OK);
+	CHECK_EQ_INT(put_inline(d, kesc, "C"), CN_OK);
+	snprintf(rel, sizeof rel, "vol/%%m.%s", k252);
+	CHECK(exists(rel));
+	snprintf(rel, sizeof rel, "vol/%s/%%meta", k253);
+	CHECK(exists(rel));
+	snprintf(rel, sizeof rel, "vol/%%=%s/%%meta", kesc);
+	CHECK(exists(rel));
+	cn_buf b;
+	cn_buf_init(&b);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", k253, 10, &b), CN_OK);
+	CHECK(b.len == 1 && b.p[0] == 'B');
+	/* listing finds both kinds, and a long leaf's own folder is no common prefix */
+	for (int delim = 0; delim < 2; delim++) {
+		walked w = { .n = 0 };
+		CHECK_EQ_INT(d->ops->walk(d, "vol", "", NULL, delim, walk_cb, &w), CN_OK);
+		CHECK_EQ_INT(w.n, 3);
+		CHECK(w.n == 3 && w.items[0][0] == '%' && w.len[0] == 253 && !w.pre[0]);
+		CHECK(w.n == 3 && w.items[1][0] == 'x' && w.len[1] == 252 && !w.pre[1]);
+		CHECK(w.n == 3 && w.items[2][0] == 'y' && w.len[2] == 253 && !w.pre[2]);
+	}
+	CHECK_EQ_INT(d->ops->delete_meta(d, "vol", k252), CN_OK);
+	CHECK_EQ_INT(d->ops->delete_meta(d, "vol", kesc), CN_OK);
+	CHECK_EQ_INT(d->ops->delete_data(d, "vol", kesc, NULL), CN_OK);
+	CHECK_EQ_INT(d->ops->delete_vol(d, "vol"), CN_ERR_BUCKET_NOT_EMPTY); /* k253 is left */
+	CHECK_EQ_INT(d->ops->delete_meta(d, "vol", k253), CN_OK);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", k253, 10, &b), CN_ERR_NO_KEY);
+
+	/* versions of a small object: its folder is made by the first one kept */
+	const char *vid = "0123456789abcdef0123456789abcdef";
+	CHECK_EQ_INT(d->ops->version_keep(d, "vol", "p/v", vid), CN_ERR_NO_KEY);
+	CHECK(!exists("vol/p/v"));
+	CHECK_EQ_INT(put_inline(d, "p/v", "R1"), CN_OK);
+	CHECK(exists("vol/p/%m.v") && !exists("vol/p/v"));
+	CHECK_EQ_INT(d->ops->version_keep(d, "vol", "p/v", vid), CN_OK);
+	CHECK(exists("vol/p/v/%v.0123456789abcdef0123456789abcdef"));
+	CHECK_EQ_INT(put_inline(d, "p/v", "R2"), CN_OK);
+	walked w = { .n = 0 };
+	CHECK_EQ_INT(d->ops->walk(d, "vol", "p/", NULL, true, walk_cb, &w), CN_OK);
+	CHECK(w.n == 1 && !strcmp(w.items[0], "p/v") && !w.pre[0]); /* no "p/v/" */
+	CHECK_EQ_INT(d->ops->version_promote(d, "vol", "p/v", vid), CN_OK);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "p/v", 10, &b), CN_OK);
+	CHECK(b.len == 2 && !memcmp(b.p, "R1", 2));
+	char **vids;
+	size_t nv;
+	CHECK_EQ_INT(d->ops->version_list(d, "vol", "p/v", &vids, &nv), CN_OK);
+	CHECK_EQ_INT(nv, 0);
+	cn_drive_free_names(vids, nv);
+	/* a noncurrent version written where the key has no folder (healing) */
+	CHECK_EQ_INT(put_inline(d, "p/w", "R3"), CN_OK);
+	CHECK_EQ_INT(d->ops->version_write(d, "vol", "p/w", vid, "V", 1), CN_OK);
+	CHECK_EQ_INT(d->ops->version_read(d, "vol", "p/w", vid, 10, &b), CN_OK);
+	CHECK(b.len == 1 && b.p[0] == 'V');
+	CHECK_EQ_INT(d->ops->version_delete(d, "vol", "p/w", vid), CN_OK);
+	/* deleting both empties the vol: folders go with their last key */
+	CHECK_EQ_INT(d->ops->delete_meta(d, "vol", "p/v"), CN_OK);
+	CHECK_EQ_INT(d->ops->delete_data(d, "vol", "p/v", NULL), CN_OK);
+	CHECK(exists("vol/p") && !exists("vol/p/v"));
+	CHECK_EQ_INT(d->ops->delete_meta(d, "vol", "p/w"), CN_OK);
+	CHECK_EQ_INT(d->ops->delete_data(d, "vol", "p/w", NULL), CN_OK);
+	CHECK(!exists("vol/p"));
+	CHECK_EQ_INT(d->ops->delete_vol(d, "vol"), CN_OK);
+	cn_buf_fini(&b);
 	cn_drive_close(d);
 }
 
@@ -276,7 +362,7 @@ TEST(test_reopen)
 	CHECK_EQ_INT(d->ops->stat_vol(d, "vol", NULL), CN_ERR_NO_BUCKET);
 	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
 	CHECK_EQ_INT(put_inline(d, "k", "R2"), CN_OK);
-	CHECK(exists("vol/k/%meta"));
+	CHECK(exists("vol/%m.k"));
 	CHECK_EQ_INT(d->ops->sync(d), CN_OK);
 	/* wiped in place: the system folders come back */
 	snprintf(cmd, sizeof cmd, "rm -rf %s/.cairn.sys", base);
@@ -370,6 +456,7 @@ int main(void)
 	RUN(test_layout_and_escaping);
 	RUN(test_record_sizes);
 	RUN(test_key_folders);
+	RUN(test_record_beside_folder);
 	RUN(test_walk);
 	RUN(test_sys_and_vols);
 	RUN(test_group_commit);

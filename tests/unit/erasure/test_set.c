@@ -115,20 +115,22 @@ static cn_err check(cn_ec_set *s, const char *key, const unsigned char *want, in
 	return e;
 }
 
-/* Removes drive i's copy of key (its folder) or corrupts one byte of its shard file. */
+/* Removes drive i's copy of key (its record and folder) or corrupts one byte of its
+ * shard file. Keys here have no '/': the record is bkt/%m.<key> (FORMAT.md §3). */
 static void damage(size_t i, const char *key, bool corrupt)
 {
-	char path[256], cmd[1200];
+	char path[256], rec[256], cmd[1200];
 	snprintf(path, sizeof path, "%s/d%zu/bkt/%s", base, i, key);
+	snprintf(rec, sizeof rec, "%s/d%zu/bkt/%%m.%s", base, i, key);
 	if (!corrupt) {
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+		snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", path, rec);
 	} else {
 		/* flip a byte in the middle of the first shard file, or of the record when inline */
 		snprintf(cmd, sizeof cmd,
-		         "f=$(find '%s' -name part.1 | head -1); [ -n \"$f\" ] || f='%s/%%meta'; "
+		         "f=$(find '%s' -name part.1 2>/dev/null | head -1); [ -n \"$f\" ] || f='%s'; "
 		         "sz=$(stat -c %%s \"$f\"); off=$((sz / 2)); "
 		         "printf '\\xAA' | dd of=\"$f\" bs=1 seek=$off conv=notrunc status=none",
-		         path, path);
+		         path, rec);
 	}
 	CN_ASSERT(system(cmd) == 0);
 }
@@ -369,18 +371,14 @@ static cn_err count_cb(void *ctx, const char *key, size_t keylen, bool is_prefix
 	return CN_OK;
 }
 
-/* Removes drive i's record of an inline key (its folder holds only %meta). */
+/* Removes drive i's record of an inline key (it has no folder: FORMAT.md §3). */
 static void rm_inline_key(size_t i, const char *key)
 {
 	char path[256];
-	snprintf(path, sizeof path, "%s/d%zu/bkt/%s/%%meta", base, i, key);
-	if (unlink(path) != 0)
-		return; /* no such key */
-	*strrchr(path, '/') = 0;
-	if (rmdir(path) != 0) {
-		fprintf(stderr, "rmdir %s: %s\n", path, strerror(errno));
-		CHECK(false);
-	}
+	snprintf(path, sizeof path, "%s/d%zu/bkt/%s", base, i, key);
+	CHECK(access(path, F_OK) != 0);
+	snprintf(path, sizeof path, "%s/d%zu/bkt/%%m.%s", base, i, key);
+	unlink(path); /* ENOENT: no such key */
 }
 
 TEST(test_walk_merges_drives)

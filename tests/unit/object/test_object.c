@@ -220,10 +220,13 @@ TEST(test_roundtrip_sizes)
 				CHECK_MEM(g, p, len);
 			free(g);
 		}
-		/* inline iff size <= inline_max: the key folder then holds only the record */
-		char kd[128];
+		/* inline iff size <= inline_max: the key then has no folder, only its record
+		 * beside where the folder would be; otherwise a folder with the data folder */
+		char kd[128], rel[64];
 		snprintf(kd, sizeof kd, "%s/bkt/obj/%zu", drive, len);
-		CHECK_EQ_INT(count_entries(kd), (int64_t)len <= inline_max ? 1 : 2);
+		snprintf(rel, sizeof rel, "bkt/obj/%%m.%zu", len);
+		CHECK_EQ_INT(count_entries(kd), (int64_t)len <= inline_max ? -1 : 1);
+		CHECK(exists(rel));
 		/* a range in the middle */
 		if (len > 10) {
 			cn_obj_reader *rd;
@@ -267,14 +270,15 @@ TEST(test_overwrite_and_delete)
 	free(g);
 	char kd[400];
 	snprintf(kd, sizeof kd, "%s/bkt/x/y/z", drive);
-	CHECK_EQ_INT(count_entries(kd), 1); /* old data folder removed */
+	CHECK_EQ_INT(count_entries(kd), -1); /* old data folder removed, and its folder */
+	CHECK(exists("bkt/x/y/%m.z"));
 	CHECK_EQ_INT(put_bytes(s, "bkt", "x/y/z", big, 300000), CN_OK);
 	CHECK_EQ_INT(put_bytes(s, "bkt", "x/y/z", big, 300000), CN_OK);
-	CHECK_EQ_INT(count_entries(kd), 2);
+	CHECK_EQ_INT(count_entries(kd), 1); /* the latest data folder */
 	CHECK_EQ_INT(put_bytes(s, "bkt", "x/keep", small, 10), CN_OK);
 	CHECK_EQ_INT(cn_obj_delete(s, "bkt", "x/y/z"), CN_OK);
 	CHECK(!exists("bkt/x/y"));   /* empty parents removed ... */
-	CHECK(exists("bkt/x/keep")); /* ... up to a non-empty one */
+	CHECK(exists("bkt/x/%m.keep")); /* ... up to a non-empty one */
 	CHECK_EQ_INT(cn_obj_stat(s, "bkt", "x/y/z", NULL), CN_ERR_NO_KEY);
 	CHECK_EQ_INT(cn_obj_delete(s, "bkt", "x/y/z"), CN_ERR_NO_KEY);
 	CHECK_EQ_INT(cn_obj_delete(s, "bkt", "x"), CN_ERR_NO_KEY);
@@ -622,7 +626,7 @@ TEST(test_list_skips_empty_dirs_and_corrupt)
 		CHECK_EQ_STR(lr.prefixes[0], "d/");
 	cn_list_result_fini(&lr);
 	/* corrupt record: stat says so, listing skips it */
-	snprintf(p, sizeof p, "%s/bkt/e/%%meta", drive);
+	snprintf(p, sizeof p, "%s/bkt/%%m.e", drive);
 	int fd = open(p, O_RDWR);
 	unsigned char c;
 	CHECK(pread(fd, &c, 1, 20) == 1);
@@ -696,7 +700,10 @@ TEST(test_concurrent_puts)
 	char kd[400];
 	snprintf(kd, sizeof kd, "%s/bkt/hot/key", drive);
 	int ents = count_entries(kd);
-	CHECK(ents == 1 || ents == 2); /* the record and at most the winner's data */
+	/* the record (beside the folder) and at most the winner's data folder: none when the
+	 * winner was inline (the folder went with the last data folder), else one */
+	CHECK(exists("bkt/hot/%m.key"));
+	CHECK_EQ_INT(ents, (n == 1000) ? -1 : 1);
 	cn_obj_store_close(s);
 }
 
@@ -754,7 +761,7 @@ TEST(test_tmp_cleanup_and_format)
 	CHECK(f && fread(before, 1, sizeof before - 1, f) > 0);
 	if (f)
 		fclose(f);
-	CHECK(strstr(before, "cairn-format 1\n") && strstr(before, "deployment "));
+	CHECK(strstr(before, "cairn-format 2\n") && strstr(before, "deployment "));
 	s = open_store(false);
 	cn_obj_store_close(s);
 	f = fopen(fpath, "r");
@@ -764,7 +771,7 @@ TEST(test_tmp_cleanup_and_format)
 	CHECK_EQ_STR(after_, before);
 	/* a drive of another deployment's layout (slot 3 of 4) is refused */
 	f = fopen(fpath, "w");
-	fprintf(f, "cairn-format 1\ndeployment 00112233445566778899aabbccddeeff\npools 1\nsets 1\n"
+	fprintf(f, "cairn-format 2\ndeployment 00112233445566778899aabbccddeeff\npools 1\nsets 1\n"
 	        "drives-per-set 4\npool 0\nset 0\ndrive 3\n");
 	fclose(f);
 	cn_obj_config cfg = { .durable = false, .inline_max = inline_max };
