@@ -237,6 +237,84 @@ TEST(test_record_beside_folder)
 	cn_drive_close(d);
 }
 
+static ino_t ino_of(const char *rel)
+{
+	char p[1024];
+	struct stat st;
+	snprintf(p, sizeof p, "%s/%s", base, rel);
+	return lstat(p, &st) == 0 ? st.st_ino : 0;
+}
+
+/* A deleted record's file is kept in tmp and reused by the next small write (the pool,
+ * local.c P1-P3): same inode, the new bytes only; never a file that is also a version. */
+TEST(test_record_pool)
+{
+	cn_drive *d = open_fresh(false);
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	cn_buf b;
+	cn_buf_init(&b);
+	CHECK_EQ_INT(put_inline(d, "k1", "AAAA"), CN_OK);
+	ino_t i1 = ino_of("vol/%m.k1");
+	CHECK(i1 != 0);
+	CHECK(tmp_find_empty(""));
+	CHECK_EQ_INT(d->ops->delete_meta(d, "vol", "k1"), CN_OK);
+	CHECK(!exists("vol/%m.k1"));
+	CHECK(!tmp_find_empty("-name 'p[0-9]*'")); /* pooled */
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k1", 10, &b), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(put_inline(d, "k2", "BB"), CN_OK);
+	CHECK(ino_of("vol/%m.k2") == i1);
+	CHECK(tmp_find_empty("")); /* taken */
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k2", 10, &b), CN_OK);
+	CHECK(b.len == 2 && !memcmp(b.p, "BB", 2)); /* truncated, then written */
+	/* a record larger than a block is truncated as it is pooled: its space is freed */
+	static char big[20000];
+	memset(big, 'Z', sizeof big - 1);
+	CHECK_EQ_INT(put_inline(d, "kb", big), CN_OK);
+	ino_t ib = ino_of("vol/%m.kb");
+	CHECK_EQ_INT(d->ops->delete_meta(d, "vol", "kb"), CN_OK);
+	CHECK(!tmp_find_empty("-name 'p[0-9]*' -size 0"));
+	CHECK(tmp_find_empty("-name 'p[0-9]*' ! -size 0"));
+	CHECK_EQ_INT(put_inline(d, "kc", "small"), CN_OK);
+	CHECK(ino_of("vol/%m.kc") == ib);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "kc", 10, &b), CN_OK);
+	CHECK(b.len == 5 && !memcmp(b.p, "small", 5));
+	/* a record that is also a noncurrent version (two links) is not pooled */
+	const char *vid = "0123456789abcdef0123456789abcdef";
+	CHECK_EQ_INT(d->ops->version_keep(d, "vol", "k2", vid), CN_OK);
+	CHECK_EQ_INT(d->ops->delete_meta(d, "vol", "k2"), CN_OK);
+	CHECK(tmp_find_empty(""));
+	CHECK_EQ_INT(put_inline(d, "k3", "CCC"), CN_OK);
+	CHECK(ino_of("vol/%m.k3") != i1);
+	CHECK_EQ_INT(d->ops->version_read(d, "vol", "k2", vid, 10, &b), CN_OK);
+	CHECK(b.len == 2 && !memcmp(b.p, "BB", 2));
+	/* a pool file that vanished (tmp wiped): the write creates its own */
+	CHECK_EQ_INT(d->ops->delete_meta(d, "vol", "k3"), CN_OK);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "find %s/.cairn.sys/tmp -name 'p[0-9]*' -delete", base);
+	CHECK(system(cmd) == 0);
+	CHECK_EQ_INT(put_inline(d, "k4", "DD"), CN_OK);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k4", 10, &b), CN_OK);
+	CHECK(b.len == 2 && !memcmp(b.p, "DD", 2));
+	CHECK(tmp_find_empty(""));
+	/* a failed write does not leave its pool file behind */
+	CHECK_EQ_INT(d->ops->delete_meta(d, "vol", "k4"), CN_OK);
+	CHECK(!tmp_find_empty(""));
+	CHECK_EQ_INT(d->ops->rename_data(d, "t9", NULL, "nov", "k", "R", 1), CN_ERR_NO_BUCKET);
+	CHECK(tmp_find_empty(""));
+	/* opening the drive again empties tmp, pool files too; the pool starts empty */
+	CHECK_EQ_INT(put_inline(d, "k5", "E"), CN_OK);
+	CHECK_EQ_INT(d->ops->delete_meta(d, "vol", "k5"), CN_OK);
+	CHECK(!tmp_find_empty(""));
+	cn_drive_close(d);
+	CN_ASSERT(cn_drive_local_open(base, false, &d) == CN_OK);
+	CHECK(tmp_find_empty(""));
+	CHECK_EQ_INT(put_inline(d, "k6", "F"), CN_OK);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k6", 10, &b), CN_OK);
+	CHECK(b.len == 1 && b.p[0] == 'F');
+	cn_buf_fini(&b);
+	cn_drive_close(d);
+}
+
 TEST(test_sys_and_vols)
 {
 	cn_drive *d = open_fresh(false);
@@ -457,6 +535,7 @@ int main(void)
 	RUN(test_record_sizes);
 	RUN(test_key_folders);
 	RUN(test_record_beside_folder);
+	RUN(test_record_pool);
 	RUN(test_walk);
 	RUN(test_sys_and_vols);
 	RUN(test_group_commit);

@@ -177,7 +177,10 @@ static bool exists(const char *rel)
 static int tmp_garbage(void)
 {
 	char cmd[600];
-	snprintf(cmd, sizeof cmd, "test -z \"$(find %s/.cairn.sys/tmp -mindepth 2 2>/dev/null)\"", drive);
+	/* pool files (tmp/<xx>/p<n>: deleted records kept for reuse, drive/local.c) are not */
+	snprintf(cmd, sizeof cmd,
+	         "test -z \"$(find %s/.cairn.sys/tmp -mindepth 2 ! -regex '.*/p[0-9]+' 2>/dev/null)\"",
+	         drive);
 	return system(cmd) == 0 ? 0 : 1;
 }
 
