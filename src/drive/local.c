@@ -1012,6 +1012,16 @@ static cn_err make_key_dirs(local_drive *d, char *path, size_t vol_len)
 	}
 }
 
+/* make_key_dirs of the folder path[0..len) (path is restored before returning). */
+static cn_err make_key_dirs_n(local_drive *d, char *path, size_t len, size_t vol_len)
+{
+	char saved = path[len];
+	path[len] = 0;
+	cn_err e = make_key_dirs(d, path, vol_len);
+	path[len] = saved;
+	return e;
+}
+
 static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *data_id,
                                 const char *vol, const char *key, const void *rec, size_t reclen)
 {
@@ -1025,7 +1035,7 @@ static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *da
 	cn_buf_init(&kp);
 	cn_buf_init(&rp);
 	size_t rdir; /* rp.p[0..rdir): the folder the record goes into */
-	if ((e = key_path(&kp, vol, key)) || (e = rec_path(&rp, vol, key, &rdir)))
+	if ((e = rec_path(&rp, vol, key, &rdir)) || (data_id && (e = key_path(&kp, vol, key))))
 		goto out;
 	size_t vol_len = strlen(vol);
 	/* The folder to make: the key's own when a data folder moves into it (its parent
@@ -1077,10 +1087,7 @@ static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *da
 			goto out;
 		}
 		if (!try_first && mk_len > vol_len) {
-			char saved = mk[mk_len];
-			mk[mk_len] = 0;
-			e = make_key_dirs(d, mk, vol_len);
-			mk[mk_len] = saved;
+			e = make_key_dirs_n(d, mk, mk_len, vol_len);
 			if (e == CN_ERR_NOT_FOUND)
 				continue;
 			if (e)
@@ -1538,17 +1545,6 @@ static cn_err ver_path(cn_buf *kp, const char *vol, const char *key, const char 
 	return e;
 }
 
-/* Makes the key's folder (kp: its path, then a name to put in it; the name is cut off
- * during the call). CN_ERR_NOT_FOUND: a concurrent delete removed a parent, retry. */
-static cn_err make_key_folder(local_drive *d, cn_buf *kp, const char *vol)
-{
-	char *slash = strrchr(kp->p, '/');
-	*slash = 0;
-	cn_err e = make_key_dirs(d, kp->p, strlen(vol));
-	*slash = '/';
-	return e;
-}
-
 static cn_err local_version_keep(cn_drive *dd, const char *vol, const char *key, const char *vid)
 {
 	local_drive *d = L(dd);
@@ -1573,7 +1569,7 @@ static cn_err local_version_keep(cn_drive *dd, const char *vol, const char *key,
 		} else if (fstatat(d->root_fd, cur.p, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			e = CN_ERR_NO_KEY;
 		} else {
-			e = make_key_folder(d, &ver, vol);
+			e = make_key_dirs_n(d, ver.p, (size_t)(strrchr(ver.p, '/') - ver.p), strlen(vol));
 			if (e == CN_ERR_NOT_FOUND)
 				e = CN_OK;
 		}
@@ -1676,13 +1672,10 @@ static cn_err local_version_write(cn_drive *dd, const char *vol, const char *key
 	cn_drive_random_id(id);
 	cn_err e = ver_path(&ver, vol, key, vid);
 	/* the tmp file beside it ("%t." never names a key component or a record) */
-	if (!e && !(e = key_path(&tmp, vol, key))) {
-		/* no key folder on this drive yet (a small current version has none) */
-		struct stat st;
-		if (fstatat(d->root_fd, tmp.p, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
-		    (e = make_key_dirs(d, tmp.p, strlen(vol))) == CN_ERR_NOT_FOUND)
-			e = CN_ERR_NO_KEY; /* a concurrent delete emptied the key's parents */
-	}
+	/* the key's folder may not exist yet (a small current version has none) */
+	if (!e && !(e = key_path(&tmp, vol, key)) &&
+	    (e = make_key_dirs(d, tmp.p, strlen(vol))) == CN_ERR_NOT_FOUND)
+		e = CN_ERR_NO_KEY; /* a concurrent delete emptied the key's parents */
 	if (!e)
 		e = cn_buf_printf(&tmp, "/%%t.%s", id);
 	if (!e)

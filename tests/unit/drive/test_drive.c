@@ -301,6 +301,19 @@ TEST(test_record_pool)
 	CHECK(!tmp_find_empty(""));
 	CHECK_EQ_INT(d->ops->rename_data(d, "t9", NULL, "nov", "k", "R", 1), CN_ERR_NO_BUCKET);
 	CHECK(tmp_find_empty(""));
+	/* the pool keeps at most 4096 files (local.c P4): deletes past that unlink */
+	char key[16];
+	for (int i = 0; i < 4100; i++) {
+		snprintf(key, sizeof key, "f%d", i);
+		CHECK_EQ_INT(put_inline(d, key, "x"), CN_OK);
+	}
+	for (int i = 0; i < 4100; i++) {
+		snprintf(key, sizeof key, "f%d", i);
+		CHECK_EQ_INT(d->ops->delete_meta(d, "vol", key), CN_OK);
+	}
+	snprintf(cmd, sizeof cmd, "test \"$(find %s/.cairn.sys/tmp -name 'p[0-9]*' | wc -l)\" = 4096",
+	         base);
+	CHECK(system(cmd) == 0);
 	/* opening the drive again empties tmp, pool files too; the pool starts empty */
 	CHECK_EQ_INT(put_inline(d, "k5", "E"), CN_OK);
 	CHECK_EQ_INT(d->ops->delete_meta(d, "vol", "k5"), CN_OK);
