@@ -345,6 +345,14 @@ cn_err cn_bench_agents_run(const cn_bench_cfg *cfg, cn_bench_acc *acc, cn_bench_
 	cn_err e = line && n ? CN_OK : CN_ERR_INVALID;
 	if (!n)
 		snprintf(err, errlen, "--agents names no agent");
+	/* an agent runs one driver at a time: named twice, its second connection would wait
+	 * in the listen backlog for the whole pre-start timeout */
+	for (int i = 0; i < n && !e; i++)
+		for (int j = 0; j < i && !e; j++)
+			if (!strcmp(names[i], names[j])) {
+				snprintf(err, errlen, "--agents names %s twice", names[i]);
+				e = CN_ERR_INVALID;
+			}
 	for (int i = 0; i < n; i++)
 		fds[i] = -1;
 	acc->concurrency = cfg->concurrent * n;

@@ -200,12 +200,19 @@ def test_agents(server, tmp):
     procs, ports = [], []
     try:
         for _ in range(2):
+            # each agent listens before the next port is picked: free_port() could hand out
+            # the first one's port again before it bound it
             port = free_port()
+            while port in ports:
+                port = free_port()
             procs.append(subprocess.Popen([CAIRN_BIN, "bench", "agent", "--listen", f"127.0.0.1:{port}", "--runs", "1"],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL))
             ports.append(port)
-        for port in ports:
             assert wait_port(port), "agent did not listen"
+        # the same agent twice is refused at once (it serves one driver at a time)
+        twice = ",".join([f"127.0.0.1:{ports[0]}"] * 2)
+        p = bench(["get", "--host", host_of(server), "--agents", twice], timeout=30, check=False)
+        assert p.returncode != 0 and f"--agents names 127.0.0.1:{ports[0]} twice" in p.stderr, p.stderr
         data = os.path.join(tmp, "agents.csv.gz")
         p = bench(["get", "--host", host_of(server), "--obj.size", "4KiB", "--objects", "40", "--concurrent", "3",
                    "--duration", "2s", "--json", "--benchdata", data,
