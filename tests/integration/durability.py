@@ -12,9 +12,14 @@ folder with different kill points. Everything is bounded in count and time.
 With --drives N (issue 3) the server runs on N drive folders (one erasure set, MinIO's default
 parity) and the tmp check covers every drive.
 
-Usage: /usr/bin/python3 tests/integration/durability.py [--drives N]   (CAIRN_BIN selects the binary)
+With --rounds R (a stress run, default 3) the kill points repeat for R rounds; the time budget
+grows with them.
+
+Usage: /usr/bin/python3 tests/integration/durability.py [--drives N] [--rounds R]
+(CAIRN_BIN selects the binary)
 Exit 0 when every check held; 1 otherwise."""
 
+import argparse
 import hashlib
 import os
 import random
@@ -31,7 +36,7 @@ THREADS = 16
 RUN_SECONDS = 8.0
 KILL_POINTS = [2.5, 4.0, 5.5]  # seconds into each round
 KEYS_PER_THREAD = 40
-MAX_TOTAL_SECONDS = 240
+SECONDS_PER_ROUND = 80
 BUCKET = "durability"
 
 
@@ -164,10 +169,13 @@ def verify(srv, ledger, errors):
 
 
 def main():
+    ap = argparse.ArgumentParser(description="kill -9 durability test for cairn")
+    ap.add_argument("--drives", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=len(KILL_POINTS))
+    args = ap.parse_args()
     t_start = time.monotonic()
-    ndrives = 1
-    if len(sys.argv) == 3 and sys.argv[1] == "--drives":
-        ndrives = int(sys.argv[2])
+    ndrives = args.drives
+    max_total = SECONDS_PER_ROUND * max(1, args.rounds)
     if ndrives > 1:
         root = tempfile.mkdtemp(prefix="cairn-dur-")
         folders = [os.path.join(root, f"d{i}") for i in range(1, ndrives + 1)]
@@ -181,8 +189,9 @@ def main():
     try:
         srv.start()
         make_client(srv).create_bucket(Bucket=BUCKET)
-        for rnd, kill_at in enumerate(KILL_POINTS, 1):
-            if time.monotonic() - t_start > MAX_TOTAL_SECONDS:
+        for rnd in range(1, max(1, args.rounds) + 1):
+            kill_at = KILL_POINTS[(rnd - 1) % len(KILL_POINTS)]
+            if time.monotonic() - t_start > max_total:
                 errors.append("time budget exhausted")
                 break
             stop = threading.Event()

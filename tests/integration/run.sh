@@ -26,8 +26,10 @@ if [ ! -x "$CAIRN_BIN" ]; then
 	exit 2
 fi
 
-declare -a NAMES RESULTS DETAILS
-record() { NAMES+=("$1"); RESULTS+=("$2"); DETAILS+=("$3"); }
+declare -a NAMES RESULTS DETAILS WHY
+# record NAME RC DETAIL [WHY]: WHY is what a failed part printed about its failure; the
+# summary repeats it last, so the tail of a CI log names the failing checks
+record() { NAMES+=("$1"); RESULTS+=("$2"); DETAILS+=("$3"); WHY+=("${4:-}"); }
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 T0=$SECONDS
 
@@ -39,8 +41,8 @@ pytest_part() {
 	(cd "$HERE" && CAIRN_TEST_DRIVES=$drives timeout 900 $PY -m pytest -q -p no:cacheprovider -rfE "$@" 2>&1) | tee "$LOGF"
 	rc=${PIPESTATUS[0]}
 	line=$(grep -E "^(=+ )?[0-9]+ (passed|failed|error)|(passed|failed|error).* in [0-9.]+s" "$LOGF" | tail -n 1 | sed 's/=//g; s/^ *//; s/ *$//')
+	record "$name" $rc "${line:-no pytest summary} ($((SECONDS - t))s)" "$(grep -E '^(FAILED|ERROR) ' "$LOGF" | head -n 20)"
 	rm -f "$LOGF"
-	record "$name" $rc "${line:-no pytest summary} ($((SECONDS - t))s)"
 }
 
 if want pytest; then
@@ -59,13 +61,15 @@ if want durability; then
 	out=$(timeout 600 $PY "$HERE/durability.py" 2>&1)
 	rc=$?
 	echo "$out"
-	record durability $rc "$(echo "$out" | grep -E '^(durability: OK|DURABILITY FAILED)' | tail -n 1) ($((SECONDS - t))s)"
+	record durability $rc "$(echo "$out" | grep -E '^(durability: OK|DURABILITY FAILED)' | tail -n 1) ($((SECONDS - t))s)" \
+		"$(echo "$out" | grep -E '^round ' ; echo "$out" | sed -n '/^DURABILITY FAILED/,$p' | head -n 60)"
 	echo "=== durability (kill -9), 8 drives erasure-coded"
 	t=$SECONDS
 	out=$(timeout 600 $PY "$HERE/durability.py" --drives 8 2>&1)
 	rc=$?
 	echo "$out"
-	record durability-8 $rc "$(echo "$out" | grep -E '^(durability: OK|DURABILITY FAILED)' | tail -n 1) ($((SECONDS - t))s)"
+	record durability-8 $rc "$(echo "$out" | grep -E '^(durability: OK|DURABILITY FAILED)' | tail -n 1) ($((SECONDS - t))s)" \
+		"$(echo "$out" | grep -E '^round ' ; echo "$out" | sed -n '/^DURABILITY FAILED/,$p' | head -n 60)"
 fi
 
 if want clients; then
@@ -74,7 +78,8 @@ if want clients; then
 	out=$(timeout 900 bash "$HERE/clients.sh" 2>&1)
 	rc=$?
 	echo "$out"
-	record clients $rc "$(echo "$out" | grep -E '^(clients.sh: all|FAIL )' | tail -n 1) ($((SECONDS - t))s)"
+	record clients $rc "$(echo "$out" | grep -E '^(clients.sh: all|FAIL )' | tail -n 1) ($((SECONDS - t))s)" \
+		"$(echo "$out" | grep -E -A 5 '^FAIL ' | head -n 40)"
 fi
 
 if want js; then
@@ -89,10 +94,11 @@ if want js; then
 		rc=$?
 		echo "$out"
 		detail="$(echo "$out" | grep -E '^# (pass|fail) ' | tr '\n' ' ')"
+		why="$(echo "$out" | grep -E -A 20 '^not ok' | head -n 40)"
 	else
 		detail="npm ci failed"
 	fi
-	record js $rc "$detail($((SECONDS - t))s)"
+	record js $rc "$detail($((SECONDS - t))s)" "${why:-}"
 fi
 
 echo
@@ -103,6 +109,11 @@ for i in "${!NAMES[@]}"; do
 	printf '  %-11s %-10s %s\n' "${NAMES[$i]}" "$st" "${DETAILS[$i]}"
 done
 if [ $failed -ne 0 ]; then
+	for i in "${!NAMES[@]}"; do
+		if [ "${RESULTS[$i]}" -ne 0 ] && [ -n "${WHY[$i]}" ]; then
+			printf -- '--- %s failed:\n%s\n' "${NAMES[$i]}" "${WHY[$i]}"
+		fi
+	done
 	echo "integration: $failed part(s) failed"
 	exit 1
 fi
