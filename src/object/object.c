@@ -19,7 +19,10 @@
  *  C4. The replaced data folder is removed only after the barrier: a crash before the new
  *      record is durable then still finds the old record's data.
  *  C5. Bucket deletion takes the namespace lock exclusively; commits take it shared, so a
- *      put never lands in a bucket folder that is being removed. */
+ *      put never lands in a bucket folder that is being removed.
+ *  C6. A replaced or deleted version's data folder outlives the readers that may read it
+ *      (cn_obj__drop_data, object_int.h): a GET that began before an overwrite streams the
+ *      old version to its end. */
 #include "object/object_int.h"
 
 #include <openssl/evp.h>
@@ -37,9 +40,11 @@
 struct cn_obj_reader {
 	cn_reader stream;  /* first: cn_obj_reader_stream casts back */
 	cn_obj_store *s;
-	cn_ec_reader *r;
+	cn_ec_reader *r;   /* NULL until attached */
 	int64_t size;
 	int64_t pos, end;  /* the stream's position and end */
+	cn_obj__pin pin;   /* C6, while pinned */
+	bool pinned;
 };
 
 /* --- per-thread I/O buffers (contract 4: memory bounded by the worker count) -------- */
@@ -148,7 +153,7 @@ cn_err cn_obj_key_check(const char *key, size_t len)
 	return CN_OK;
 }
 
-pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket, const char *key)
+static uint64_t key_hash(const char *bucket, const char *key)
 {
 	uint64_t h = 1469598103934665603ull; /* FNV-1a of bucket "/" key */
 	for (const char *p = bucket; *p; p++)
@@ -156,7 +161,108 @@ pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket, const cha
 	h = (h ^ '/') * 1099511628211ull;
 	for (const char *p = key; *p; p++)
 		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	return &s->key_locks[h % KEY_LOCKS];
+	return h;
+}
+
+pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket, const char *key)
+{
+	return &s->key_locks[key_hash(bucket, key) % KEY_LOCKS];
+}
+
+/* --- open readers and removed data (C6) ------------------------------------------------ */
+
+struct cn_obj__drop {
+	cn_obj__drop *next;
+	cn_ec_set *set;
+	char *bucket, *key;
+	char data_id[CN_DRIVE_ID_MAX + 1];
+};
+
+#define PIN_STRIPE(s, h) (&(s)->pins[((h) >> 32) % OBJ_PIN_STRIPES])
+
+void cn_obj__pin_key(cn_obj_store *s, const char *bucket, const char *key, cn_obj__pin *p)
+{
+	p->h = key_hash(bucket, key);
+	p->drops = NULL;
+	p->next = NULL;
+	__typeof__(s->pins[0]) *st = PIN_STRIPE(s, p->h);
+	pthread_mutex_lock(&st->mu);
+	p->prev = st->tail;
+	if (st->tail)
+		st->tail->next = p;
+	else
+		st->head = p;
+	st->tail = p;
+	pthread_mutex_unlock(&st->mu);
+}
+
+static void run_drops(cn_obj__drop *d)
+{
+	while (d) {
+		cn_obj__drop *next = d->next;
+		cn_ec_delete_data(d->set, d->bucket, d->key, d->data_id);
+		free(d->bucket);
+		free(d->key);
+		free(d);
+		d = next;
+	}
+}
+
+void cn_obj__unpin(cn_obj_store *s, cn_obj__pin *p)
+{
+	__typeof__(s->pins[0]) *st = PIN_STRIPE(s, p->h);
+	cn_obj__drop *run = NULL;
+	pthread_mutex_lock(&st->mu);
+	if (p->drops) {
+		/* they wait for every older reader of the key too: hand them to the next older */
+		cn_obj__pin *q = p->prev;
+		while (q && q->h != p->h)
+			q = q->prev;
+		cn_obj__drop **tail = q ? &q->drops : &run;
+		while (*tail)
+			tail = &(*tail)->next;
+		*tail = p->drops;
+		p->drops = NULL;
+	}
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		st->head = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	else
+		st->tail = p->prev;
+	pthread_mutex_unlock(&st->mu);
+	run_drops(run);
+}
+
+void cn_obj__drop_data(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                       const char *data_id)
+{
+	uint64_t h = key_hash(bucket, key);
+	__typeof__(s->pins[0]) *st = PIN_STRIPE(s, h);
+	cn_obj__drop *d = NULL;
+	if (data_id && data_id[0]) {
+		pthread_mutex_lock(&st->mu);
+		cn_obj__pin *newest = st->tail;
+		while (newest && newest->h != h)
+			newest = newest->prev;
+		if (newest && (d = calloc(1, sizeof *d)) && (d->bucket = strdup(bucket)) &&
+		    (d->key = strdup(key))) {
+			d->set = set;
+			snprintf(d->data_id, sizeof d->data_id, "%s", data_id);
+			d->next = newest->drops;
+			newest->drops = d;
+			pthread_mutex_unlock(&st->mu);
+			return;
+		}
+		pthread_mutex_unlock(&st->mu);
+		if (d) { /* out of memory: removed now, as before C6 */
+			free(d->bucket);
+			free(d);
+		}
+	}
+	cn_ec_delete_data(set, bucket, key, data_id && data_id[0] ? data_id : NULL);
 }
 
 /* --- store and format ----------------------------------------------------------------- */
@@ -730,6 +836,8 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 	pthread_mutex_init(&s->vs_mu, NULL);
 	for (size_t i = 0; i < KEY_LOCKS; i++)
 		pthread_mutex_init(&s->key_locks[i], NULL);
+	for (size_t i = 0; i < OBJ_PIN_STRIPES; i++)
+		pthread_mutex_init(&s->pins[i].mu, NULL);
 	size_t nsets = 0, ndrives = 0;
 	for (size_t p = 0; p < t->npools; p++) {
 		nsets += t->pools[p].nsets;
@@ -829,6 +937,8 @@ void cn_obj_store_close(cn_obj_store *s)
 	pthread_mutex_destroy(&s->vs_mu);
 	for (size_t i = 0; i < KEY_LOCKS; i++)
 		pthread_mutex_destroy(&s->key_locks[i]);
+	for (size_t i = 0; i < OBJ_PIN_STRIPES; i++)
+		pthread_mutex_destroy(&s->pins[i].mu);
 	free(s);
 }
 
@@ -1445,21 +1555,31 @@ static ssize_t stream_read(cn_reader *rd, void *buf, size_t len)
 	return (ssize_t)got;
 }
 
-cn_err cn_obj__reader_wrap(cn_obj_store *s, cn_ec_reader *er, cn_ec_meta *m, cn_obj_info *info,
-                           cn_obj_reader **out)
+cn_err cn_obj__reader_new(cn_obj_store *s, const char *bucket, const char *key,
+                          cn_obj_reader **out)
 {
 	cn_obj_reader *r = calloc(1, sizeof *r);
 	if (!r)
 		return CN_ERR_NOMEM;
 	r->s = s;
-	r->r = er;
 	r->stream.read = stream_read;
-	r->size = m->size;
-	r->end = m->size;
-	if (info)
-		cn_obj__info_from_meta(info, m);
+	cn_obj__pin_key(s, bucket, key, &r->pin);
+	r->pinned = true;
 	*out = r;
 	return CN_OK;
+}
+
+void cn_obj__reader_attach(cn_obj_reader *r, cn_ec_reader *er, cn_ec_meta *m, cn_obj_info *info)
+{
+	r->r = er;
+	r->size = m->size;
+	r->end = m->size;
+	if (!m->data_id[0] && r->pinned) { /* inline: no folder to keep */
+		cn_obj__unpin(r->s, &r->pin);
+		r->pinned = false;
+	}
+	if (info)
+		cn_obj__info_from_meta(info, m);
 }
 
 cn_err cn_obj_open(cn_obj_store *s, const char *bucket, const char *key, cn_obj_info *info,
@@ -1468,19 +1588,24 @@ cn_err cn_obj_open(cn_obj_store *s, const char *bucket, const char *key, cn_obj_
 	cn_err e = cn_obj__check_names(bucket, key);
 	if (e)
 		return e == CN_ERR_NO_BUCKET ? e : CN_ERR_NO_KEY;
+	cn_obj_reader *r;
+	if ((e = cn_obj__reader_new(s, bucket, key, &r)))
+		return e;
 	cn_ec_meta m;
 	cn_ec_meta_init(&m);
 	cn_ec_reader *er;
-	e = cn_ec_open(cn_obj__key_set(s, bucket, key), bucket, key, &m, &er);
+	e = cn_ec_open(cn_obj__key_set(s, bucket, key), bucket, key, &m, &er); /* after the pin */
 	if (!e && m.delete_marker) {
 		cn_ec_reader_close(er);
 		if (info)
 			cn_obj__info_from_meta(info, &m);
-		cn_ec_meta_fini(&m);
-		return CN_ERR_NO_KEY; /* the latest version is a delete marker: info says so */
+		e = CN_ERR_NO_KEY; /* the latest version is a delete marker: info says so */
+	} else if (!e) {
+		cn_obj__reader_attach(r, er, &m, info);
+		*out = r;
+		r = NULL;
 	}
-	if (!e && (e = cn_obj__reader_wrap(s, er, &m, info, out)))
-		cn_ec_reader_close(er);
+	cn_obj_reader_close(r);
 	cn_ec_meta_fini(&m);
 	return e;
 }
@@ -1553,9 +1678,11 @@ void cn_obj_reader_close(cn_obj_reader *r)
 {
 	if (!r)
 		return;
-	if (cn_ec_reader_degraded(r->r)) /* the read rebuilt data: heal it in the background */
+	if (r->r && cn_ec_reader_degraded(r->r)) /* the read rebuilt data: heal it */
 		cn_obj__heal_enqueue(r->s, r->r);
 	cn_ec_reader_close(r->r);
+	if (r->pinned)
+		cn_obj__unpin(r->s, &r->pin); /* after its files are closed; may run removals (C6) */
 	free(r);
 }
 
@@ -1585,7 +1712,7 @@ cn_err cn_obj_delete(cn_obj_store *s, const char *bucket, const char *key)
 	if (!e)
 		e = cn_obj__barrier_set(s, set);
 	if (!e) /* C4: data and empty parents only after the record's removal is durable */
-		cn_ec_delete_data(set, bucket, key, old.data_id[0] ? old.data_id : NULL);
+		cn_obj__drop_data(s, set, bucket, key, old.data_id);
 	cn_ec_meta_fini(&old);
 	return e;
 }

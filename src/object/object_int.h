@@ -12,6 +12,25 @@
 
 #define OBJ_IO_BUF (1u << 20)
 #define OBJ_KEY_LOCKS 256
+#define OBJ_PIN_STRIPES 64
+
+/* --- open readers and removed data (object.c, C6) ---------------------------------------
+ * A version's data folder (shard files are opened lazily, part by part) is removed after an
+ * overwrite, a delete or a version delete only once no reader that may still read it is
+ * open. A reader pins its key before it reads the record and unpins when it closes;
+ * cn_obj__drop_data removes the folder at once when no reader of the key (by hash) pinned
+ * before it, else hands the removal to the newest such reader: it runs when that reader
+ * and every older reader of the key have unpinned, in the thread of the last one. A
+ * reader that pins after the drop reads the record after the commit that replaced the
+ * version (the drop follows the commit and its barrier), so never the removed version.
+ * Readers of other keys never delay a removal. A crash forgets deferred removals: their
+ * folders stay, unreferenced (docs/FORMAT.md §2). */
+typedef struct cn_obj__drop cn_obj__drop;
+typedef struct cn_obj__pin {
+	struct cn_obj__pin *prev, *next; /* its stripe's list, oldest first */
+	uint64_t h;                       /* hash of bucket/key */
+	cn_obj__drop *drops;              /* removals waiting for this reader and older ones */
+} cn_obj__pin;
 
 /* One pool: nsets erasure sets of set_size drives (pointers into cn_obj_store.sets). */
 typedef struct cn_obj__pool {
@@ -31,6 +50,10 @@ struct cn_obj_store {
 	unsigned char dep_key[16];                 /* the deployment id's bytes: the routing key */
 	pthread_rwlock_t ns_lock;                  /* C5 */
 	pthread_mutex_t key_locks[OBJ_KEY_LOCKS];  /* C2 (also one upload's changes) */
+	struct {                                   /* C6: open readers by key hash */
+		pthread_mutex_t mu;
+		cn_obj__pin *head, *tail;
+	} pins[OBJ_PIN_STRIPES];
 	/* versioning state per bucket (versions.c): a direct-mapped cache of the
 	 * "versioning" bucket document; vs_gen counts changes (insert only if unchanged) */
 	pthread_mutex_t vs_mu;
@@ -101,10 +124,23 @@ cn_err cn_obj__recv(cn_obj_store *s, cn_ec_set *set, const char *bucket, const c
                     bool allow_inline, unsigned char *buf, cn_ec_writer **w, int64_t *total,
                     unsigned char md5[16], bool *inline_data);
 
-/* object.c: wraps an open erasure reader of the version m (already checked) as an object
- * reader; fills info (may be NULL) from m (moves m's meta). On error nothing is taken. */
-cn_err cn_obj__reader_wrap(cn_obj_store *s, cn_ec_reader *er, cn_ec_meta *m, cn_obj_info *info,
-                           cn_obj_reader **out);
+/* object.c: a new object reader of bucket/key with the key pinned (C6): the caller then
+ * opens the version's erasure reader and attaches it. cn_obj_reader_close releases it,
+ * attached or not. CN_ERR_NOMEM only. */
+cn_err cn_obj__reader_new(cn_obj_store *s, const char *bucket, const char *key,
+                          cn_obj_reader **out);
+/* Attaches er, open on version m (already checked), to r; fills info (may be NULL) from m
+ * (moves m's meta). A version without a data folder (inline) unpins the key at once. */
+void cn_obj__reader_attach(cn_obj_reader *r, cn_ec_reader *er, cn_ec_meta *m, cn_obj_info *info);
+/* C6: pins bucket/key for a reader (p is linked into the store until cn_obj__unpin, which
+ * runs the removals p was the last reader for). */
+void cn_obj__pin_key(cn_obj_store *s, const char *bucket, const char *key, cn_obj__pin *p);
+void cn_obj__unpin(cn_obj_store *s, cn_obj__pin *p);
+/* C6: cn_ec_delete_data(set, bucket, key, data_id) now, or when the readers of the key
+ * that pinned before this call have closed (data_id NULL: at once; it only removes empty
+ * folders). */
+void cn_obj__drop_data(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                       const char *data_id);
 
 /* heal.c: the background healer (queue + scanner threads), started and stopped with the
  * store; enqueue copies the reader's object name (never blocks: a full queue drops it, the

@@ -197,7 +197,7 @@ void cn_obj__vfinish(cn_obj_store *s, const char *bucket, const char *key, cn_ob
 {
 	for (int i = 0; committed && i < vc->ndrop; i++)
 		if (!new_data_id || strcmp(vc->drop[i], new_data_id))
-			cn_ec_delete_data(vc->set, bucket, key, vc->drop[i]); /* V3 */
+			cn_obj__drop_data(s, vc->set, bucket, key, vc->drop[i]); /* V3, C6 */
 	cn_ec_meta_fini(&vc->old);
 }
 
@@ -254,6 +254,9 @@ cn_err cn_obj_open_version(cn_obj_store *s, const char *bucket, const char *key,
 	if (!cn_obj_version_id_valid(vid))
 		return CN_ERR_NO_VERSION;
 	cn_ec_set *set = cn_obj__key_set(s, bucket, key);
+	cn_obj_reader *r;
+	if ((e = cn_obj__reader_new(s, bucket, key, &r))) /* pinned before the records are read */
+		return e;
 	for (int tries = 0; tries < 3; tries++) {
 		cn_ec_meta m;
 		cn_ec_meta_init(&m);
@@ -282,16 +285,17 @@ cn_err cn_obj_open_version(cn_obj_store *s, const char *bucket, const char *key,
 			if (info)
 				cn_obj__info_from_meta(info, &m);
 			cn_ec_meta_fini(&m);
-			return e;
+			break;
 		}
 		if (!e) {
-			e = cn_obj__reader_wrap(s, er, &m, info, out);
-			if (e)
-				cn_ec_reader_close(er);
+			cn_obj__reader_attach(r, er, &m, info);
+			*out = r;
+			r = NULL;
 		}
 		cn_ec_meta_fini(&m);
-		return e;
+		break;
 	}
+	cn_obj_reader_close(r);
 	return e;
 }
 
@@ -431,8 +435,8 @@ unlock:
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
 		e = cn_obj__barrier_set(s, set);
-	if (!e) /* V3; also removes the key's folders once empty */
-		cn_ec_delete_data(set, bucket, key, drop[0] ? drop : NULL);
+	if (!e) /* V3, C6; also removes the key's folders once empty */
+		cn_obj__drop_data(s, set, bucket, key, drop);
 	if (!e && out) {
 		snprintf(out->version_id, sizeof out->version_id, "%s", vid);
 		out->delete_marker = dm;

@@ -101,6 +101,11 @@ class Server:
         n = int(os.environ.get("CAIRN_TEST_DRIVES", "1"))
         return [self.data_dir] if n <= 1 else [os.path.join(self.data_dir, f"d{{1...{n}}}")]
 
+    def default_drives(self):
+        """default_folders with the ellipsis expanded: each drive folder."""
+        n = int(os.environ.get("CAIRN_TEST_DRIVES", "1"))
+        return [self.data_dir] if n <= 1 else [os.path.join(self.data_dir, f"d{i}") for i in range(1, n + 1)]
+
     @property
     def endpoint(self):
         return f"http://127.0.0.1:{self.port}"

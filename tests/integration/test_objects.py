@@ -4,7 +4,9 @@ ChecksumMode=ENABLED), ETag = MD5, overwrite atomicity."""
 
 import datetime
 import hashlib
+import os
 import threading
+import time
 
 import pytest
 from botocore.exceptions import ClientError
@@ -56,6 +58,52 @@ def test_overwrite(s3, bucket):
     s3.put_object(Bucket=bucket, Key="ow", Body=b"second")
     assert s3.get_object(Bucket=bucket, Key="ow")["Body"].read() == b"second"
     assert s3.head_object(Bucket=bucket, Key="ow")["ContentLength"] == 6
+
+
+def _wait_until(cond, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return cond()
+
+
+@pytest.mark.parametrize("change", ["overwrite", "delete"])
+def test_get_streams_to_its_end_across_an_overwrite(server, s3, bucket, change):
+    """A GET that began before an overwrite or a delete returns the old version whole, as
+    S3 does: its shard files are opened part by part, so the replaced data folder must
+    outlive the reader (object.c C6), and goes once the reader is closed."""
+    key = f"streamed-{change}"
+    old = rand_bytes(40 * MiB, seed=21)  # 8 parts: more than socket buffers hold in flight
+    up = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    parts = []
+    for i in range(8):
+        r = s3.upload_part(Bucket=bucket, Key=key, UploadId=up, PartNumber=i + 1,
+                           Body=old[i * 5 * MiB:(i + 1) * 5 * MiB])
+        parts.append({"PartNumber": i + 1, "ETag": r["ETag"]})
+    s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up, MultipartUpload={"Parts": parts})
+    key_folders = [os.path.join(d, bucket, key) for d in server.default_drives()]
+    assert all(os.path.isdir(f) for f in key_folders)  # the data folder's parent (FORMAT.md §3)
+    body = s3.get_object(Bucket=bucket, Key=key)["Body"]
+    got = body.read(64 * KiB)
+    if change == "overwrite":
+        s3.put_object(Bucket=bucket, Key=key, Body=b"new")
+    else:
+        s3.delete_object(Bucket=bucket, Key=key)
+    time.sleep(0.2)
+    # the server's reader is still open (the body outgrows the socket buffers): data kept
+    assert all(os.path.isdir(f) for f in key_folders)
+    got += body.read()
+    body.close()
+    assert len(got) == len(old) and md5_hex(got) == md5_hex(old)
+    # the reader closed: the old version's data folder (and the now empty key folder) went
+    assert _wait_until(lambda: not any(os.path.exists(f) for f in key_folders)), \
+        [f for f in key_folders if os.path.exists(f)]
+    if change == "overwrite":
+        assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == b"new"
+    else:
+        with pytest.raises(ClientError) as ei:
+            s3.get_object(Bucket=bucket, Key=key)
+        assert err_code(ei.value) == ("NoSuchKey", 404)
 
 
 def test_overwrite_small_with_large_and_back(s3, bucket):

@@ -583,3 +583,28 @@ def test_null_version_named_on_get_and_head(s3):
     s3.put_object(Bucket=b, Key="sus", Body=b"y")
     assert s3.head_object(Bucket=b, Key="sus")["VersionId"] == "null"
     assert s3.get_object(Bucket=b, Key="sus", VersionId="null")["VersionId"] == "null"
+
+
+def test_get_of_a_version_streams_to_its_end_across_its_deletion(s3, vb):
+    """Deleting a noncurrent version while a GET of it streams: the GET returns it whole
+    (the version's data folder outlives its readers, object.c C6), and it is gone after."""
+    old = os.urandom(40 * 1024 * 1024)  # 8 parts: more than socket buffers hold in flight
+    up = s3.create_multipart_upload(Bucket=vb, Key="k")["UploadId"]
+    parts = []
+    for i in range(8):
+        r = s3.upload_part(Bucket=vb, Key="k", UploadId=up, PartNumber=i + 1,
+                           Body=old[i * 5 * 1024 * 1024:(i + 1) * 5 * 1024 * 1024])
+        parts.append({"PartNumber": i + 1, "ETag": r["ETag"]})
+    v1 = s3.complete_multipart_upload(Bucket=vb, Key="k", UploadId=up,
+                                      MultipartUpload={"Parts": parts})["VersionId"]
+    s3.put_object(Bucket=vb, Key="k", Body=b"v2")
+    body = s3.get_object(Bucket=vb, Key="k", VersionId=v1)["Body"]
+    got = body.read(64 * 1024)
+    s3.delete_object(Bucket=vb, Key="k", VersionId=v1)
+    got += body.read()
+    body.close()
+    assert got == old
+    with pytest.raises(ClientError) as ei:
+        s3.get_object(Bucket=vb, Key="k", VersionId=v1)
+    assert err_code(ei.value) == ("NoSuchVersion", 404)
+    assert s3.get_object(Bucket=vb, Key="k")["Body"].read() == b"v2"

@@ -161,6 +161,14 @@ static int count_entries(const char *path)
 	return n;
 }
 
+/* Entries of folder drive/rel (-1 when it cannot be opened). */
+static int count_in(const char *rel)
+{
+	char p[1024];
+	snprintf(p, sizeof p, "%s/%s", drive, rel);
+	return count_entries(p);
+}
+
 /* True when drive/rel exists. */
 static bool exists(const char *rel)
 {
@@ -741,6 +749,54 @@ TEST(test_reader_snapshot)
 	cn_obj_store_close(s);
 }
 
+/* C6: a replaced version's data folder stays while a reader that opened before the
+ * replacement is open (older readers of the key included), and goes with the last of
+ * them; readers opened after the replacement, and readers of other keys, never hold it. */
+TEST(test_readers_keep_replaced_data)
+{
+	fresh();
+	cn_obj_store *s = open_store(false);
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
+	size_t big = 400000; /* above inline_max: a data folder in bkt/k/ */
+	unsigned char *a = pattern(big, 1), *b = pattern(big, 2);
+	CHECK_EQ_INT(put_bytes(s, "bkt", "k", a, big), CN_OK);
+	CHECK_EQ_INT(put_bytes(s, "bkt", "other", b, big), CN_OK);
+	cn_obj_reader *r1, *r2, *ro, *r3;
+	CHECK_EQ_INT(cn_obj_open(s, "bkt", "k", NULL, &r1), CN_OK);
+	CHECK_EQ_INT(cn_obj_open(s, "bkt", "k", NULL, &r2), CN_OK);
+	CHECK_EQ_INT(cn_obj_open(s, "bkt", "other", NULL, &ro), CN_OK);
+	CHECK_EQ_INT(put_bytes(s, "bkt", "k", "small", 5), CN_OK); /* inline now */
+	CHECK(exists("bkt/k"));
+	cn_obj_reader_close(r2); /* the newest reader: r1 still holds it */
+	CHECK(exists("bkt/k"));
+	cn_obj_reader_close(ro); /* another key's reader */
+	CHECK(exists("bkt/k"));
+	cn_obj_reader_close(r1); /* the last: the data folder and the empty key folder go */
+	CHECK(!exists("bkt/k"));
+	/* a reader opened after a replacement does not hold the replaced data */
+	CHECK_EQ_INT(put_bytes(s, "bkt", "k", a, big), CN_OK);
+	CHECK_EQ_INT(count_in("bkt/k"), 1);
+	CHECK_EQ_INT(cn_obj_open(s, "bkt", "k", NULL, &r1), CN_OK);
+	CHECK_EQ_INT(cn_obj_open(s, "bkt", "other", NULL, &ro), CN_OK);
+	CHECK_EQ_INT(put_bytes(s, "bkt", "k", b, big), CN_OK);
+	CHECK_EQ_INT(count_in("bkt/k"), 2); /* r1's version kept */
+	CHECK_EQ_INT(cn_obj_open(s, "bkt", "k", NULL, &r3), CN_OK);
+	CHECK_EQ_INT(cn_obj_delete(s, "bkt", "k"), CN_OK);
+	cn_obj_reader_close(r1);
+	CHECK_EQ_INT(count_in("bkt/k"), 1); /* r3's (deleted) version only */
+	mem_writer w = { { mem_write, mem_send_fd }, { 0 } };
+	cn_buf_init(&w.b);
+	CHECK_EQ_INT(cn_obj_read(r3, 0, (int64_t)big, &w.w), CN_OK);
+	CHECK(w.b.len == big && !memcmp(w.b.p, b, big));
+	cn_buf_fini(&w.b);
+	cn_obj_reader_close(r3);
+	CHECK(!exists("bkt/k"));
+	cn_obj_reader_close(ro);
+	cn_obj_store_close(s);
+	free(a);
+	free(b);
+}
+
 /* --- start-up, format ---------------------------------------------------------------- */
 
 TEST(test_tmp_cleanup_and_format)
@@ -942,6 +998,7 @@ int main(void)
 	RUN(test_list_skips_empty_dirs_and_corrupt);
 	RUN(test_concurrent_puts);
 	RUN(test_reader_snapshot);
+	RUN(test_readers_keep_replaced_data);
 	RUN(test_tmp_cleanup_and_format);
 	RUN(test_put_aborts);
 	RUN(test_buckets);
