@@ -2108,8 +2108,10 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 			qsort(all, k, sizeof *all, went_cmp);
 		/* E6: an object seen on fewer walked drives than could hold a readable version
 		 * (min(walked, K)) may be a partial commit (a crash below write quorum) or a
-		 * stale leftover of a delete: it is listed only if a quorum read finds it, with
-		 * the record that read chose */
+		 * stale leftover of a delete; walked drives that hold different versions of it
+		 * (a partial commit over an older version) may not show the one reads pick.
+		 * Either way it is listed only if a quorum read finds it, with the record that
+		 * read chose, so a listing shows what a GET returns. */
 		size_t enough = nd < (size_t)s->k ? nd : (size_t)s->k;
 		for (size_t j = 0; j < k && !e;) {
 			const went *w = &all[j];
@@ -2120,7 +2122,13 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 			       all[j + same].is_prefix == w->is_prefix && !memcmp(all[j + same].key, w->key, w->keylen))
 				same++;
 			j += same;
-			if (w->is_prefix || same >= enough) {
+			bool agreed = w->is_prefix || same >= enough;
+			if (agreed && !w->is_prefix) {
+				uint64_t id = rec_identity(&w->m);
+				for (size_t x = j - same + 1; agreed && x < j; x++)
+					agreed = rec_identity(&all[x].m) == id;
+			}
+			if (agreed) {
 				e = fn(ctx, w->key, w->keylen, w->is_prefix, w->has_m ? &w->m : NULL);
 				continue;
 			}

@@ -6,8 +6,9 @@
 still in flight. In the middle the server gets SIGKILL; it is restarted on the same folder and
 then every acknowledged object must read back with its MD5 (or with the MD5 of a later PUT to
 the same key that was in flight), and every listed key must hold exactly one body the test
-sent (no partial object), and DIR/.cairn.sys/tmp must be empty. Three rounds on the same data
-folder with different kill points. Everything is bounded in count and time.
+sent (no partial object) with the size and ETag the listing shows, and DIR/.cairn.sys/tmp
+must be empty. Three rounds on the same data folder with different kill points. Everything
+is bounded in count and time.
 
 With --drives N (issue 3) the server runs on N drive folders (one erasure set, MinIO's default
 parity) and the tmp check covers every drive.
@@ -129,8 +130,16 @@ def verify(srv, ledger, errors):
         if not r.get("IsTruncated"):
             break
         token = r["NextContinuationToken"]
-    listed_keys = {o["Key"] for o in listed}
+    listed_keys = {o["Key"]: o for o in listed}
     checked = 0
+
+    def same_as_listed(key, body, got):
+        # the listing shows the version a GET returns (not one drive's partial commit)
+        o = listed_keys.get(key)
+        if o and (o["Size"] != len(body) or o["ETag"] != f'"{got}"'):
+            errors.append(f"listed {key}: listing size {o['Size']} ETag {o['ETag']} != the body a GET "
+                          f"returns ({len(body)} bytes, md5 {got})")
+
     # 1. every acknowledged key is there with an allowed body
     for key, md5 in sorted(ledger.acked.items()):
         if key not in listed_keys:
@@ -144,6 +153,7 @@ def verify(srv, ledger, errors):
         if got not in ledger.allowed(key):
             errors.append(f"acknowledged {key}: md5 {got} ({len(body)} bytes) is neither the acknowledged "
                           f"{md5} nor an in-flight body")
+        same_as_listed(key, body, got)
         checked += 1
     # 2. every listed key is one we wrote, whole
     for o in listed:
@@ -162,8 +172,7 @@ def verify(srv, ledger, errors):
         got = hashlib.md5(body).hexdigest()
         if got not in allowed:
             errors.append(f"listed {key} holds a body never sent whole (md5 {got}, {len(body)} bytes): partial object")
-        if o["Size"] != len(body):
-            errors.append(f"listed {key}: listing size {o['Size']} != body {len(body)}")
+        same_as_listed(key, body, got)
         checked += 1
     return checked, len(listed)
 
