@@ -209,7 +209,9 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 cn_err cn_ec_version_keep(cn_ec_set *s, const char *vol, const char *key, const char *vid);
 cn_err cn_ec_version_read(cn_ec_set *s, const char *vol, const char *key, const char *vid,
                           bool skip_inline, cn_ec_meta *m);
-/* Free with cn_drive_free_names. */
+/* The noncurrent version ids any of M+1 drives holds (E8 in set.c: a wiped drive hides
+ * none; an id may name a partial write: read each with quorum). Free with
+ * cn_drive_free_names. */
 cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n);
 cn_err cn_ec_version_delete(cn_ec_set *s, const char *vol, const char *key, const char *vid);
 cn_err cn_ec_version_promote(cn_ec_set *s, const char *vol, const char *key, const char *vid);
@@ -235,7 +237,9 @@ cn_err cn_ec_upload_put_meta(cn_ec_set *s, const char *vol, const char *upload_i
 cn_err cn_ec_upload_get_meta(cn_ec_set *s, const char *vol, const char *upload_id, const char *name,
                              cn_ec_meta *m);
 /* Upload ids of vol (upload_id NULL) or the names in one upload; see drive.h upload_list.
- * Free with cn_drive_free_names. */
+ * Merged from M+1 drives as cn_ec_version_list (a name may be a partial write: read each
+ * with quorum); CN_ERR_NOT_FOUND when every drive asked lacks the upload. Free with
+ * cn_drive_free_names. */
 cn_err cn_ec_upload_list(cn_ec_set *s, const char *vol, const char *upload_id, char ***names,
                          size_t *n);
 /* Closes the writer's shard files and moves them into the upload as part file `dst`

@@ -31,7 +31,7 @@
  *      Slots not read are "unread", not offline: a reader that later finds fewer than K
  *      good shards reads their records then (reader_complete). Heal reads every record
  *      (it must see every slot that lacks the object).
- *  E5, E6: listing (below, "merged walks"). */
+ *  E5, E6: listing (below, "merged walks"); E8: name lists (below, union_names). */
 #include "erasure/codec.h"
 #include "erasure/erasure.h"
 #include "erasure/erasure_int.h"
@@ -1740,12 +1740,81 @@ cn_err cn_ec_version_read(cn_ec_set *s, const char *vol, const char *key, const 
 	return read_rec(s, REC_VERSION, vol, key, vid, skip_inline, m);
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* E8. Name lists (a key's noncurrent versions, an upload's files, a vol's uploads) come
+ *     from M+1 drives, merged: a name written with write quorum is on all but at most M
+ *     drives, so the union names every one whichever drive was wiped, replaced or offline
+ *     during the write (one drive's list hid them from listings and from heal). A name
+ *     the union shows may be a partial write or a leftover on a few drives: callers read
+ *     each with quorum. Sorted, without duplicates; missing (CN_ERR_NOT_FOUND) only when
+ *     every drive asked says so. */
+static cn_err union_names(cn_ec_set *s, bool uploads, const char *vol, const char *name,
+                          char ***out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	size_t want = coded(s) ? (size_t)s->m + 1 : 1, asked = 0, missing = 0, total = 0;
+	char **all = NULL;
+	cn_err e = CN_OK, last = CN_ERR_QUORUM;
+	for (size_t d = 0; d < s->n && asked < want && !e; d++) {
+		if (!D(s, d))
+			continue;
+		char **v = NULL;
+		size_t nv = 0;
+		cn_err de = uploads ? D(s, d)->ops->upload_list(D(s, d), vol, name, &v, &nv)
+		                    : D(s, d)->ops->version_list(D(s, d), vol, name, &v, &nv);
+		if (de == CN_ERR_NOT_FOUND) {
+			asked++;
+			missing++;
+			continue;
+		}
+		if (de) {
+			last = de;
+			continue;
+		}
+		asked++;
+		if (nv) {
+			char **na = realloc(all, (total + nv) * sizeof *na);
+			if (!na) {
+				cn_drive_free_names(v, nv);
+				e = CN_ERR_NOMEM;
+				break;
+			}
+			all = na;
+			memcpy(all + total, v, nv * sizeof *v);
+			total += nv;
+		}
+		free(v); /* the names moved into all */
+	}
+	if (!e && asked == 0)
+		e = last;
+	else if (!e && missing == asked)
+		e = CN_ERR_NOT_FOUND;
+	if (e) {
+		cn_drive_free_names(all, total);
+		return e;
+	}
+	if (total > 1)
+		qsort(all, total, sizeof *all, name_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < total; i++) {
+		if (k && !strcmp(all[k - 1], all[i]))
+			free(all[i]);
+		else
+			all[k++] = all[i];
+	}
+	*out = all;
+	*n = k;
+	return CN_OK;
+}
+
 cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n)
 {
-	size_t d = first_drive(s);
-	if (d == s->n)
-		return CN_ERR_QUORUM;
-	return D(s, d)->ops->version_list(D(s, d), vol, key, vids, n);
+	return union_names(s, false, vol, key, vids, n); /* E8 */
 }
 
 cn_err cn_ec_version_delete(cn_ec_set *s, const char *vol, const char *key, const char *vid)
@@ -1861,10 +1930,7 @@ cn_err cn_ec_upload_get_meta(cn_ec_set *s, const char *vol, const char *upload_i
 cn_err cn_ec_upload_list(cn_ec_set *s, const char *vol, const char *upload_id, char ***names,
                          size_t *n)
 {
-	size_t d = first_drive(s);
-	if (d == s->n)
-		return CN_ERR_QUORUM;
-	return D(s, d)->ops->upload_list(D(s, d), vol, upload_id, names, n);
+	return union_names(s, true, vol, upload_id, names, n); /* E8 */
 }
 
 cn_err cn_ec_upload_take(cn_ec_writer *w, const char *vol, const char *upload_id, const char *dst,

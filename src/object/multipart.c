@@ -493,9 +493,13 @@ cn_err cn_obj_upload_list_parts(cn_obj_store *s, const char *bucket, const char 
 			continue;
 		cn_obj_info_init(&v[k]);
 		e = read_part(set, bucket, upload_id, num, &v[k], NULL);
-		if (e == CN_ERR_NOT_FOUND) { /* the upload ended meanwhile */
-			e = CN_ERR_NO_UPLOAD;
-			break;
+		if (e == CN_ERR_NOT_FOUND) {
+			/* a part on a few drives only (a failed upload of it: E8), or the upload
+			 * ended meanwhile */
+			cn_obj_info_fini(&v[k]);
+			if ((e = read_upload(s, set, bucket, key, upload_id, NULL)))
+				break;
+			continue;
 		}
 		if (!e)
 			k++;

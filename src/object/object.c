@@ -535,9 +535,11 @@ static cn_err format_all(cn_obj_store *s, const cn_err *open_err)
 						continue;
 					}
 					written++;
-					if (!fresh)
+					if (!fresh) {
 						cn_log(CN_LOG_WARN, NULL, "drive %s was empty: formatted into pool %zu set "
 						       "%zu slot %zu (it will be healed)", ep, p, k, d);
+						s->heal_at_start = true;
+					}
 				}
 			}
 		}
@@ -906,6 +908,8 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 	s->ready = true;
 	cn_obj__janitor_start(s);
 	cn_obj__heal_start(s);
+	if (s->heal_at_start) /* a drive formatted into its slot: fill it now, not in 24 h */
+		cn_obj__heal_scan_now(s);
 	monitor_start(s);
 	*out = s;
 	return CN_OK;

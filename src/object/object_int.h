@@ -63,8 +63,10 @@ struct cn_obj_store {
 		cn_versioning state;
 		bool valid;
 	} vs[256];
-	/* background healing (heal.c) */
+	/* background healing (heal.c); heal_at_start: format_all formatted an empty drive
+	 * into an existing deployment, a scan starts at once */
 	struct cn_obj_healer *healer;
+	bool heal_at_start;
 	/* background removal of stale multipart uploads (multipart.c) */
 	cn_periodic janitor;
 	/* drive monitor (object.c): drives removed or wiped and back are formatted into their

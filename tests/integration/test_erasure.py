@@ -371,6 +371,52 @@ def test_listing_after_first_drive_replaced(need_multi_drive, drive_server, root
     assert listed == sorted(objs)
 
 
+def test_versions_and_uploads_after_first_drive_replaced(need_multi_drive, drive_server, root):
+    """Noncurrent versions and multipart uploads are named by the union of M+1 drives' lists
+    (set.c E8): with the first drive wiped they are still listed, readable and healed back
+    onto it (one drive's list had hidden them from ListObjectVersions, ListParts and heal)."""
+    n, m = 4, 2
+    srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
+    s3 = make_client(srv)
+    b = unique_bucket("vfirst")
+    s3.create_bucket(Bucket=b)
+    s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+    bodies = {}
+    for i, size in enumerate([1000, 300000, 5000]):  # inline, data folder, inline
+        body = os.urandom(size)
+        bodies[s3.put_object(Bucket=b, Key="k", Body=body)["VersionId"]] = body
+    up = s3.create_multipart_upload(Bucket=b, Key="mp")["UploadId"]
+    for num in (1, 2):
+        s3.upload_part(Bucket=b, Key="mp", UploadId=up, PartNumber=num, Body=os.urandom(5 << 20))
+    srv.stop()
+    drives = drive_dirs(root, n)
+    shutil.rmtree(drives[0])
+    os.mkdir(drives[0])
+    srv.start()  # formats the empty drive into slot 0 and starts a heal scan
+    s3 = make_client(srv)
+    listed = s3.list_object_versions(Bucket=b, Prefix="k").get("Versions", [])
+    assert sorted(v["VersionId"] for v in listed) == sorted(bodies)
+    for vid, body in bodies.items():
+        assert s3.get_object(Bucket=b, Key="k", VersionId=vid)["Body"].read() == body
+    assert [p["PartNumber"] for p in s3.list_parts(Bucket=b, Key="mp", UploadId=up)["Parts"]] == [1, 2]
+    assert [u["UploadId"] for u in s3.list_multipart_uploads(Bucket=b).get("Uploads", [])] == [up]
+    # the heal scan put the noncurrent versions' records back on the wiped drive
+    noncurrent = [v["VersionId"] for v in listed if not v["IsLatest"]]
+    assert len(noncurrent) == 2
+
+    def healed():
+        return all(os.path.isfile(os.path.join(drives[0], b, "k", "%v." + vid)) for vid in noncurrent)
+    assert wait_until(healed, 60), os.listdir(os.path.join(drives[0], b))
+    # and their shards are right: with M other drives gone every version still reads
+    srv.stop()
+    for d in drives[1:1 + m]:
+        shutil.rmtree(d)
+    srv.start()
+    s3 = make_client(srv)
+    for vid, body in bodies.items():
+        assert s3.get_object(Bucket=b, Key="k", VersionId=vid)["Body"].read() == body
+
+
 def test_listing_with_rotten_record_on_first_drive(need_multi_drive, drive_server, root):
     srv = drive_server([os.path.join(root, "d{1...4}")])
     s3 = make_client(srv)
