@@ -17,7 +17,11 @@
  *  E2. Reads pick the record that the most drives agree on (same mtime, size, etag, data
  *      id, version id, delete marker, metadata) and need read quorum K of them;
  *      otherwise CN_ERR_QUORUM (or CN_ERR_NO_KEY / NO_BUCKET when that is what at
- *      least K drives say, or every drive that answered).
+ *      least K drives say, or every drive that answered). Two versions can both have K
+ *      only when n == 2K (M == K) and each is on exactly K drives (a put that died after
+ *      renaming its record on half the drives): then the one whose K-th record comes
+ *      first in E7's reading order wins, in every read — early-out or full (heal), so a
+ *      GET, a listing and heal agree, and heal never turns the object into the other.
  *  E3. Every shard block read is checked against its hash before use; a missing, short or
  *      corrupt shard is replaced by reconstruction from any K good ones, and the reader
  *      remembers that the object needs healing (cn_ec_reader_degraded).
@@ -895,8 +899,9 @@ static cn_err read_quorum_recs(cn_ec_set *s, rec_kind kind, const char *vol, con
 	cn_err *errs = errs_out ? errs_out : errs_own;
 	uint64_t ids[CN_EC_MAX_DRIVES];
 	size_t n = s->n, order[CN_EC_MAX_DRIVES];
-	bool early = unread && coded(s) && kind != REC_UPLOAD;
-	if (early)
+	bool ordered = coded(s) && kind != REC_UPLOAD;
+	bool early = unread && ordered;
+	if (ordered) /* the full read picks in the same order (E2's tie) */
 		early_order(s, vol, key, order);
 	else
 		for (size_t d = 0; d < n; d++)
@@ -923,19 +928,37 @@ static cn_err read_quorum_recs(cn_ec_set *s, rec_kind kind, const char *vol, con
 		if (c >= rec_quorum(s, &ms[d]))
 			break;
 	}
-	size_t best = n, best_n = 0;
-	for (size_t d = 0; d < n; d++) {
-		if (errs[d])
-			continue;
-		size_t c = 0;
-		for (size_t j = 0; j < n; j++)
-			c += !errs[j] && ids[j] == ids[d];
-		if (c > best_n || (c == best_n && best < n && ms[d].mtime_ms > ms[best].mtime_ms)) {
-			best = d;
-			best_n = c;
+	size_t best = n;
+	if (ordered) {
+		/* the first version, in reading order, to reach its quorum: the one the
+		 * early-out stopped at, or for a full read the same (E2; two tie only at K) */
+		for (size_t i = 0; i < n && best == n; i++) {
+			size_t d = order[i], c = 0;
+			if (errs[d])
+				continue;
+			for (size_t j = 0; j <= i; j++)
+				c += !errs[order[j]] && ids[order[j]] == ids[d];
+			if (c >= rec_quorum(s, &ms[d]))
+				best = d;
 		}
+	} else {
+		/* uploads' records (some written with k = 1): the most agreed, then the newest */
+		size_t best_n = 0;
+		for (size_t d = 0; d < n; d++) {
+			if (errs[d])
+				continue;
+			size_t c = 0;
+			for (size_t j = 0; j < n; j++)
+				c += !errs[j] && ids[j] == ids[d];
+			if (c > best_n || (c == best_n && best < n && ms[d].mtime_ms > ms[best].mtime_ms)) {
+				best = d;
+				best_n = c;
+			}
+		}
+		if (best < n && best_n < rec_quorum(s, &ms[best]))
+			best = n;
 	}
-	if (best < n && best_n >= rec_quorum(s, &ms[best])) {
+	if (best < n) {
 		for (size_t d = 0; d < n; d++)
 			agree[d] = !errs[d] && ids[d] == ids[best];
 		*pick = best;

@@ -14,6 +14,7 @@
 #define MiB (1024 * 1024)
 
 static char base[64];
+static int64_t put_mtime = 1000; /* the mtime put() gives its records */
 
 static unsigned char *pattern(size_t len, unsigned seed)
 {
@@ -53,7 +54,7 @@ static cn_err put(cn_ec_set *s, const char *key, const unsigned char *p, size_t 
 	cn_ec_meta m;
 	cn_ec_meta_init(&m);
 	m.size = (int64_t)len;
-	m.mtime_ms = 1000;
+	m.mtime_ms = put_mtime;
 	snprintf(m.etag, sizeof m.etag, "e%zu", len);
 	snprintf(m.storage_class, sizeof m.storage_class, "STANDARD");
 	cn_err e;
@@ -480,6 +481,50 @@ TEST(test_walk_lists_what_reads_pick)
 	free(p);
 }
 
+/* E2's tie: with n == 2K, a put that died after renaming its record on half the drives
+ * leaves two versions with K records each. An early-out read (GET, listing), a full one
+ * and heal must pick the same one, and heal must not turn the object into the other. */
+TEST(test_tie_at_half_is_read_one_way)
+{
+	unsigned char *p = pattern(300, 2);
+	for (int half = 0; half < 2; half++) {
+		reset(true);
+		cn_ec_set *s = open_set(8, 4); /* K = M = 4 */
+		CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+		put_mtime = 1000;
+		CHECK_EQ_INT(put(s, "x", p, 100, true), CN_OK); /* A */
+		for (size_t i = 0; i < 8; i++)
+			keep_record(i, "x", true);
+		put_mtime = 2000; /* B, newer */
+		CHECK_EQ_INT(put(s, "x", p, 200, true), CN_OK);
+		put_mtime = 1000;
+		for (size_t i = 0; i < 4; i++) /* A back on one half */
+			keep_record(half ? i : i + 4, "x", false);
+		cn_ec_set_free(s); /* no record cache */
+		s = open_set(8, 4);
+		cn_ec_meta m;
+		cn_ec_meta_init(&m);
+		CHECK_EQ_INT(cn_ec_read_meta(s, "bkt", "x", true, &m), CN_OK);
+		int64_t got = m.size;
+		cn_ec_meta_fini(&m);
+		seen v = { 0, -1 };
+		CHECK_EQ_INT(cn_ec_walk(s, "bkt", "", NULL, false, seen_cb, &v), CN_OK);
+		CHECK_EQ_INT(v.size, got);
+		cn_ec_heal_result hr;
+		CHECK_EQ_INT(cn_ec_heal(s, "bkt", "x", NULL, false, &hr), CN_OK);
+		CHECK_EQ_INT(hr.drives_healed, 4);
+		cn_ec_set_free(s);
+		s = open_set(8, 4);
+		cn_ec_meta_init(&m);
+		CHECK_EQ_INT(cn_ec_read_meta(s, "bkt", "x", true, &m), CN_OK);
+		CHECK_EQ_INT(m.size, got); /* healed to the version reads returned */
+		cn_ec_meta_fini(&m);
+		CHECK_EQ_INT(check(s, "x", p, 0, (size_t)got, NULL), CN_OK);
+		cn_ec_set_free(s);
+	}
+	free(p);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -491,6 +536,7 @@ int main(void)
 	RUN(test_debug_read_skip);
 	RUN(test_walk_merges_drives);
 	RUN(test_walk_lists_what_reads_pick);
+	RUN(test_tie_at_half_is_read_one_way);
 	RUN(test_heal_noncurrent_version);
 	reset(false);
 	TEST_END();
