@@ -128,10 +128,13 @@ cn_err cn_ec_write_sys(cn_ec_set *s, size_t drive, const char *name, const void 
 cn_err cn_ec_write_sys_all(cn_ec_set *s, const char *name, const void *p, size_t len);
 cn_err cn_ec_remove_sys_all(cn_ec_set *s, const char *name);
 
-/* Volumes (bucket folders) on every drive of the set, reduced by quorum. */
+/* Volumes (bucket folders) on every drive of the set, reduced by quorum (make_vol also
+ * makes the folder on the drives that lack it when it exists elsewhere). */
 cn_err cn_ec_make_vol(cn_ec_set *s, const char *vol);
 cn_err cn_ec_stat_vol(cn_ec_set *s, const char *vol, int64_t *mtime_ms);
 cn_err cn_ec_delete_vol(cn_ec_set *s, const char *vol);
+/* The vols at least K drives of the set hold (E9 in set.c: a drive that missed a bucket's
+ * creation or removal hides or shows nothing); CN_ERR_QUORUM when fewer than K answer. */
 cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n);
 
 /* Writing a version: new writer (fresh tmp id and data id) for the object vol/key (its

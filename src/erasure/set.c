@@ -35,7 +35,8 @@
  *      Slots not read are "unread", not offline: a reader that later finds fewer than K
  *      good shards reads their records then (reader_complete). Heal reads every record
  *      (it must see every slot that lacks the object).
- *  E5, E6: listing (below, "merged walks"); E8: name lists (below, union_names). */
+ *  E5, E6: listing (below, "merged walks"); E8: name lists (below, union_names); E9:
+ *      buckets (cn_ec_list_vols). */
 #include "erasure/codec.h"
 #include "erasure/erasure.h"
 #include "erasure/erasure_int.h"
@@ -404,12 +405,66 @@ cn_err cn_ec_delete_vol(cn_ec_set *s, const char *vol)
 	return reduce_quorum(errs, s->n, write_quorum(s));
 }
 
+static int vol_name_cmp(const void *a, const void *b)
+{
+	return strcmp(((const cn_drive_vol *)a)->name, ((const cn_drive_vol *)b)->name);
+}
+
+/* E9. A bucket is made and removed on write-quorum drives: one made while a drive was
+ *     offline is on at least W drives, the leftovers of a removed one on at most n - W < K.
+ *     A set lists the vols at least K of its drives hold, asking every online drive (one
+ *     drive's list hid a bucket made while it was offline, and showed one removed then);
+ *     cn_obj's bucket heal makes the listed ones where missing. */
 cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n)
 {
-	size_t i = first_drive(s);
-	if (i == s->n)
-		return CN_ERR_QUORUM;
-	return D(s, i)->ops->list_vols(D(s, i), out, n);
+	*out = NULL;
+	*n = 0;
+	if (!coded(s)) {
+		size_t i = first_drive(s);
+		return i == s->n ? CN_ERR_QUORUM : D(s, i)->ops->list_vols(D(s, i), out, n);
+	}
+	cn_drive_vol *all = NULL;
+	size_t total = 0, answered = 0;
+	cn_err last = CN_ERR_QUORUM;
+	for (size_t d = 0; d < s->n; d++) {
+		cn_drive_vol *v;
+		size_t nv;
+		cn_err e = D(s, d) ? D(s, d)->ops->list_vols(D(s, d), &v, &nv) : CN_ERR_OFFLINE;
+		if (e) {
+			last = e == CN_ERR_NOMEM ? e : last;
+			continue;
+		}
+		answered++;
+		cn_drive_vol *na = nv ? realloc(all, (total + nv) * sizeof *na) : all;
+		if (nv && !na) {
+			free(v);
+			free(all);
+			return CN_ERR_NOMEM;
+		}
+		all = na;
+		if (nv)
+			memcpy(all + total, v, nv * sizeof *v);
+		total += nv;
+		free(v);
+	}
+	if (answered < read_quorum(s)) {
+		free(all);
+		return last;
+	}
+	if (total > 1)
+		qsort(all, total, sizeof *all, vol_name_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < total;) {
+		size_t j = i + 1;
+		while (j < total && !strcmp(all[j].name, all[i].name))
+			j++;
+		if (j - i >= read_quorum(s))
+			all[k++] = all[i];
+		i = j;
+	}
+	*out = all;
+	*n = k;
+	return CN_OK;
 }
 
 cn_err cn_ec_sync(cn_ec_set *s)

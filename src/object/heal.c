@@ -176,6 +176,11 @@ static cn_err heal_bucket(heal_run *h, cn_ec_set *set, const char *bucket, const
 static cn_err heal_all(heal_run *h, const char *bucket, const char *prefix)
 {
 	cn_obj_store *s = h->s;
+	if (!h->dry_run) { /* buckets first: a drive that lacks one cannot take its objects */
+		pthread_rwlock_wrlock(&s->ns_lock); /* C5 */
+		cn_obj__heal_buckets(s);
+		pthread_rwlock_unlock(&s->ns_lock);
+	}
 	/* every set holds its own share of each bucket's keys: walk them all */
 	if (bucket && bucket[0]) {
 		cn_err e = cn_obj_head_bucket(s, bucket, NULL);

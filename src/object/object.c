@@ -682,6 +682,25 @@ static void restore_buckets(cn_obj_store *s, const bool *is_new)
 		cn_ec_sync(s->sets[i]);
 }
 
+void cn_obj__heal_buckets(cn_obj_store *s)
+{
+	for (size_t i = 0; i < s->nsets; i++) {
+		cn_drive_vol *v;
+		size_t nv;
+		if (cn_ec_list_vols(s->sets[i], &v, &nv))
+			continue;
+		for (size_t j = 0; j < nv; j++) {
+			if (!cn_obj_bucket_name_valid(v[j].name))
+				continue;
+			for (size_t k = 0; k < s->nsets; k++)
+				cn_ec_make_vol(s->sets[k], v[j].name); /* made where missing */
+		}
+		free(v);
+	}
+	for (size_t i = 0; i < s->nsets && s->cfg.durable; i++)
+		cn_ec_sync(s->sets[i]);
+}
+
 /* --- drive monitor: drives that come back ------------------------------------------------
  * Every drive_check_ms, each slot of a multi-drive set that answers "offline" or has no
  * format record is looked at again (drive reopen: the folder removed and made again, or
@@ -691,7 +710,7 @@ static void restore_buckets(cn_obj_store *s, const bool *is_new)
  * slot is only safe at start, before requests use its drive). */
 static void check_drives(cn_obj_store *s)
 {
-	size_t total = total_drives(s), nnew = 0;
+	size_t total = total_drives(s), nnew = 0, nback = 0;
 	bool *is_new = calloc(total ? total : 1, sizeof *is_new);
 	if (!is_new)
 		return;
@@ -730,7 +749,11 @@ static void check_drives(cn_obj_store *s)
 						nnew++;
 						s->mon_warned[at] = false;
 					}
-				} else if (re == CN_OK && !s->mon_warned[at] &&
+				} else if (re == CN_OK && s->mon_offline[at]) {
+					nback++; /* back from offline: it may lack buckets made meanwhile (E9) */
+				}
+				s->mon_offline[at] = re != CN_OK;
+				if (re == CN_OK && !s->mon_warned[at] &&
 				           format_check(s, set, p, k, d, &b, false, &f)) {
 					cn_log(CN_LOG_ERROR, NULL, "object: drive %s (pool %zu set %zu slot %zu) now holds "
 					       "a format record that is not this slot's; restart to refuse it",
@@ -741,9 +764,11 @@ static void check_drives(cn_obj_store *s)
 			}
 		}
 	}
-	if (nnew) {
+	if (nnew || nback) {
 		pthread_rwlock_wrlock(&s->ns_lock); /* C5: no bucket created or deleted meanwhile */
-		restore_buckets(s, is_new);
+		if (nnew)
+			restore_buckets(s, is_new);
+		cn_obj__heal_buckets(s);
 		pthread_rwlock_unlock(&s->ns_lock);
 		cn_obj__heal_scan_now(s);
 	}
@@ -761,7 +786,8 @@ static void monitor_start(cn_obj_store *s)
 	if (s->cfg.drive_check_ms < 0 || total <= s->nsets) /* off, or one-drive sets only */
 		return;
 	s->mon_warned = calloc(total, sizeof *s->mon_warned);
-	if (s->mon_warned)
+	s->mon_offline = calloc(total, sizeof *s->mon_offline);
+	if (s->mon_warned && s->mon_offline)
 		cn_periodic_start(&s->monitor, s->cfg.drive_check_ms > 0 ? s->cfg.drive_check_ms : 5000,
 		                  monitor_run, s);
 }
@@ -771,6 +797,8 @@ static void monitor_stop(cn_obj_store *s)
 	cn_periodic_stop(&s->monitor);
 	free(s->mon_warned);
 	s->mon_warned = NULL;
+	free(s->mon_offline);
+	s->mon_offline = NULL;
 }
 
 static cn_err topology_check(const cn_obj_topology *t)
@@ -905,6 +933,7 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 		cn_obj_store_close(s);
 		return e;
 	}
+	cn_obj__heal_buckets(s); /* drives that were offline when buckets were made (E9) */
 	s->ready = true;
 	cn_obj__janitor_start(s);
 	cn_obj__heal_start(s);

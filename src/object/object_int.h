@@ -73,6 +73,7 @@ struct cn_obj_store {
 	 * slot; mon_warned[at] remembers a foreign format already logged */
 	cn_periodic monitor;
 	bool *mon_warned;
+	bool *mon_offline; /* the slot was offline at the last check */
 };
 
 /* --- routing (object.c): which erasure set holds a key ---------------------------------
@@ -104,6 +105,12 @@ cn_err cn_obj__stat_bucket(cn_obj_store *s, const char *bucket);
 unsigned char *cn_obj__tls_buf(int slot);
 /* The striped lock of bucket/key (C2). */
 pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket, const char *key);
+/* Bucket heal (erasure.h E9): every bucket a set lists (at least K of its drives hold
+ * it) is made on the drives of every set that lack it — a drive that was offline when the
+ * bucket was made, so that writes and heal reach it. At start, when a drive comes back
+ * (drive monitor) and before each heal run; callers hold ns_lock exclusively (C5) or run
+ * before requests are served. */
+void cn_obj__heal_buckets(cn_obj_store *s);
 /* Bucket name and key rules: CN_ERR_NO_BUCKET, CN_ERR_BAD_KEY, CN_ERR_KEY_TOO_LONG. */
 cn_err cn_obj__check_names(const char *bucket, const char *key);
 /* The durability barrier of every set (C3); CN_OK at once when not durable. Commits of one

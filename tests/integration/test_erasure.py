@@ -21,7 +21,7 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import CAIRN_BIN, Server, err_code, make_client, unique_bucket
+from conftest import ACCESS, CAIRN_BIN, SECRET, Server, err_code, make_client, unique_bucket
 
 MiB = 1024 * 1024
 INLINE = 128 * 1024
@@ -415,6 +415,51 @@ def test_versions_and_uploads_after_first_drive_replaced(need_multi_drive, drive
     s3 = make_client(srv)
     for vid, body in bodies.items():
         assert s3.get_object(Bucket=b, Key="k", VersionId=vid)["Body"].read() == body
+
+
+def test_buckets_made_or_removed_while_a_drive_was_away(need_multi_drive, drive_server, root):
+    """A drive that was away while a bucket was made and another removed comes back: the
+    listing follows the drives' quorum, not that drive (set.c E9), the missing bucket is
+    made on it at start, so new writes and heal reach it."""
+    n, m = 4, 2
+    srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
+    s3 = make_client(srv)
+    early, gone, late = unique_bucket("early"), unique_bucket("gone"), unique_bucket("late")
+    s3.create_bucket(Bucket=early)
+    s3.create_bucket(Bucket=gone)
+    srv.stop()
+    drives = drive_dirs(root, n)
+    away = os.path.join(root, "away")
+    os.rename(drives[0], away)
+    srv.start()  # an empty d1 in its place, formatted into slot 0
+    s3 = make_client(srv)
+    s3.create_bucket(Bucket=late)
+    objs = {"x": os.urandom(300000), "y": b"small"}
+    for k, v in objs.items():
+        s3.put_object(Bucket=late, Key=k, Body=v)
+    s3.delete_bucket(Bucket=gone)
+    srv.stop()
+    shutil.rmtree(drives[0])
+    os.rename(away, drives[0])  # the old drive is back: it has `gone`, not `late`
+    srv.start()
+    s3 = make_client(srv)
+    assert sorted(x["Name"] for x in s3.list_buckets()["Buckets"]) == sorted([early, late])
+    assert os.path.isdir(os.path.join(drives[0], late))
+    objs["z"] = os.urandom(200000)
+    s3.put_object(Bucket=late, Key="z", Body=objs["z"])
+    assert record_of(drives[0], late, "z")
+    env = dict(os.environ, CAIRN_ROOT_USER=ACCESS, CAIRN_ROOT_PASSWORD=SECRET)
+    p = subprocess.run([CAIRN_BIN, "admin", "heal", "--host", f"127.0.0.1:{srv.port}"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert all(record_of(drives[0], late, k) for k in objs)
+    srv.stop()
+    for d in drives[1:1 + m]:
+        shutil.rmtree(d)
+    srv.start()
+    s3 = make_client(srv)
+    for k, v in objs.items():
+        assert s3.get_object(Bucket=late, Key=k)["Body"].read() == v
 
 
 def test_listing_with_rotten_record_on_first_drive(need_multi_drive, drive_server, root):
