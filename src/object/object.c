@@ -689,12 +689,9 @@ void cn_obj__heal_buckets(cn_obj_store *s)
 		size_t nv;
 		if (cn_ec_list_vols(s->sets[i], &v, &nv))
 			continue;
-		for (size_t j = 0; j < nv; j++) {
-			if (!cn_obj_bucket_name_valid(v[j].name))
-				continue;
-			for (size_t k = 0; k < s->nsets; k++)
-				cn_ec_make_vol(s->sets[k], v[j].name); /* made where missing */
-		}
+		for (size_t j = 0; j < nv; j++)
+			if (cn_obj_bucket_name_valid(v[j].name))
+				cn_ec_make_vol(s->sets[i], v[j].name); /* made where missing */
 		free(v);
 	}
 	for (size_t i = 0; i < s->nsets && s->cfg.durable; i++)

@@ -106,7 +106,7 @@ unsigned char *cn_obj__tls_buf(int slot);
 /* The striped lock of bucket/key (C2). */
 pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket, const char *key);
 /* Bucket heal (erasure.h E9): every bucket a set lists (at least K of its drives hold
- * it) is made on the drives of every set that lack it — a drive that was offline when the
+ * it) is made on the set's drives that lack it — a drive that was offline when the
  * bucket was made, so that writes and heal reach it. At start, when a drive comes back
  * (drive monitor) and before each heal run; callers hold ns_lock exclusively (C5) or run
  * before requests are served. */
