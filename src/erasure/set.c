@@ -2192,6 +2192,13 @@ static void wbatch_clear(wbatch *b)
 	b->n = 0;
 }
 
+static cn_err found_cb(void *ctx, const char *key, size_t keylen, bool is_prefix,
+                       const cn_ec_meta *m)
+{
+	*(bool *)ctx = true;
+	return WALK_STOP;
+}
+
 static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const char *vol,
                           const char *prefix, const char *after, bool slash_delim, cn_ec_walk_fn fn,
                           void *ctx)
@@ -2255,7 +2262,8 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 		 * stale leftover of a delete; walked drives that hold different versions of it
 		 * (a partial commit over an older version) may not show the one reads pick.
 		 * Either way it is listed only if a quorum read finds it, with the record that
-		 * read chose, so a listing shows what a GET returns. */
+		 * read chose, so a listing shows what a GET returns. A common prefix seen on
+		 * too few walked drives is listed only if a key below it is. */
 		size_t enough = nd < (size_t)s->k ? nd : (size_t)s->k;
 		for (size_t j = 0; j < k && !e;) {
 			const went *w = &all[j];
@@ -2266,7 +2274,7 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 			       all[j + same].is_prefix == w->is_prefix && !memcmp(all[j + same].key, w->key, w->keylen))
 				same++;
 			j += same;
-			bool agreed = w->is_prefix || same >= enough;
+			bool agreed = same >= enough;
 			if (agreed && !w->is_prefix) {
 				uint64_t id = rec_identity(&w->m);
 				for (size_t x = j - same + 1; agreed && x < j; x++)
@@ -2274,6 +2282,17 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 			}
 			if (agreed) {
 				e = fn(ctx, w->key, w->keylen, w->is_prefix, w->has_m ? &w->m : NULL);
+				continue;
+			}
+			if (w->is_prefix) {
+				/* a folder with objects on too few walked drives (a put that died under
+				 * a new prefix): a common prefix only if a key below it is listed */
+				bool found = false;
+				cn_err pe = merged_walk(s, drives, nd, vol, w->key, NULL, false, found_cb, &found);
+				if (pe && pe != WALK_STOP)
+					e = pe;
+				else if (found)
+					e = fn(ctx, w->key, w->keylen, true, NULL);
 				continue;
 			}
 			cn_ec_meta qm;

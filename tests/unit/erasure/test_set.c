@@ -481,6 +481,45 @@ TEST(test_walk_lists_what_reads_pick)
 	free(p);
 }
 
+static cn_err prefix_cb(void *ctx, const char *key, size_t keylen, bool is_prefix, const cn_ec_meta *m)
+{
+	seen *v = ctx;
+	if (is_prefix)
+		v->n++;
+	return CN_OK;
+}
+
+/* A common prefix whose objects are on too few walked drives is listed only when a key
+ * below it is readable (E6): a put that died under a new prefix leaves its folder on a
+ * few drives. */
+TEST(test_walk_prefix_needs_a_listed_key)
+{
+	reset(true);
+	cn_ec_set *s = open_set(8, 4); /* K = 4; the walk reads drives 0..4 */
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	unsigned char *p = pattern(100, 3);
+	CHECK_EQ_INT(put(s, "dir/x", p, 100, true), CN_OK);
+	char path[256];
+	for (size_t i = 0; i < 8; i++) { /* dir/x on drive 3 only: unreadable */
+		snprintf(path, sizeof path, "%s/d%zu/bkt/dir/%%m.x", base, i);
+		if (i != 3)
+			CHECK(unlink(path) == 0);
+	}
+	seen v = { 0, -1 };
+	CHECK_EQ_INT(cn_ec_walk(s, "bkt", "", NULL, true, prefix_cb, &v), CN_OK);
+	CHECK_EQ_INT(v.n, 0);
+	CHECK_EQ_INT(put(s, "dir/y", p, 100, true), CN_OK);
+	for (size_t i = 0; i < 4; i++) { /* dir/y on drives 4..7: readable, walked on one */
+		snprintf(path, sizeof path, "%s/d%zu/bkt/dir/%%m.y", base, i);
+		CHECK(unlink(path) == 0);
+	}
+	v.n = 0;
+	CHECK_EQ_INT(cn_ec_walk(s, "bkt", "", NULL, true, prefix_cb, &v), CN_OK);
+	CHECK_EQ_INT(v.n, 1);
+	cn_ec_set_free(s);
+	free(p);
+}
+
 /* E2's tie: with n == 2K, a put that died after renaming its record on half the drives
  * leaves two versions with K records each. An early-out read (GET, listing), a full one
  * and heal must pick the same one, and heal must not turn the object into the other. */
@@ -537,6 +576,7 @@ int main(void)
 	RUN(test_walk_merges_drives);
 	RUN(test_walk_lists_what_reads_pick);
 	RUN(test_tie_at_half_is_read_one_way);
+	RUN(test_walk_prefix_needs_a_listed_key);
 	RUN(test_heal_noncurrent_version);
 	reset(false);
 	TEST_END();
