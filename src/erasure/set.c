@@ -2109,6 +2109,7 @@ static cn_err walk_cb(void *vctx, const char *key, size_t keylen, bool is_prefix
  *     batch is complete and is handed on in order (a key once, from the lowest drive that
  *     has it); the next round starts after it. */
 #define WALK_BATCH 1000
+#define PREFIX_BATCH 16 /* a prefix's check stops at its first listed key: small rounds */
 #define WALK_STOP CN_ERR__COUNT
 
 typedef struct went {
@@ -2199,9 +2200,10 @@ static cn_err found_cb(void *ctx, const char *key, size_t keylen, bool is_prefix
 	return WALK_STOP;
 }
 
+/* batch: entries per drive per round (WALK_BATCH; a prefix check asks few). */
 static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const char *vol,
-                          const char *prefix, const char *after, bool slash_delim, cn_ec_walk_fn fn,
-                          void *ctx)
+                          const char *prefix, const char *after, bool slash_delim, size_t batch,
+                          cn_ec_walk_fn fn, void *ctx)
 {
 	wbatch b[CN_EC_MAX_DRIVES];
 	memset(b, 0, sizeof b);
@@ -2210,7 +2212,7 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 	char *cursor = after ? strdup(after) : NULL;
 	cn_err e = after && !cursor ? CN_ERR_NOMEM : CN_OK;
 	for (size_t i = 0; i < nd; i++) {
-		b[i].limit = WALK_BATCH;
+		b[i].limit = batch;
 		b[i].drive = drives[i];
 		b[i].vol = vol;
 	}
@@ -2288,7 +2290,8 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 				/* a folder with objects on too few walked drives (a put that died under
 				 * a new prefix): a common prefix only if a key below it is listed */
 				bool found = false;
-				cn_err pe = merged_walk(s, drives, nd, vol, w->key, NULL, false, found_cb, &found);
+				cn_err pe = merged_walk(s, drives, nd, vol, w->key, NULL, false, PREFIX_BATCH,
+				                        found_cb, &found);
 				if (pe && pe != WALK_STOP)
 					e = pe;
 				else if (found)
@@ -2338,5 +2341,5 @@ cn_err cn_ec_walk(cn_ec_set *s, const char *vol, const char *prefix, const char 
 	}
 	if (nd == 1)
 		return D(s, drives[0])->ops->walk(D(s, drives[0]), vol, prefix, after, slash_delim, walk_cb, &w);
-	return merged_walk(s, drives, nd, vol, prefix, after, slash_delim, fn, ctx);
+	return merged_walk(s, drives, nd, vol, prefix, after, slash_delim, WALK_BATCH, fn, ctx);
 }

@@ -498,12 +498,15 @@ TEST(test_walk_prefix_needs_a_listed_key)
 	cn_ec_set *s = open_set(8, 4); /* K = 4; the walk reads drives 0..4 */
 	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
 	unsigned char *p = pattern(100, 3);
-	CHECK_EQ_INT(put(s, "dir/x", p, 100, true), CN_OK);
-	char path[256];
-	for (size_t i = 0; i < 8; i++) { /* dir/x on drive 3 only: unreadable */
-		snprintf(path, sizeof path, "%s/d%zu/bkt/dir/%%m.x", base, i);
-		if (i != 3)
-			CHECK(unlink(path) == 0);
+	char path[256], key[32];
+	for (int k = 0; k < 40; k++) { /* more than the check's rounds of 16 */
+		snprintf(key, sizeof key, "dir/a%02d", k);
+		CHECK_EQ_INT(put(s, key, p, 100, true), CN_OK);
+		for (size_t i = 0; i < 8; i++) { /* on drive 3 only: unreadable */
+			snprintf(path, sizeof path, "%s/d%zu/bkt/dir/%%m.a%02d", base, i, k);
+			if (i != 3)
+				CHECK(unlink(path) == 0);
+		}
 	}
 	seen v = { 0, -1 };
 	CHECK_EQ_INT(cn_ec_walk(s, "bkt", "", NULL, true, prefix_cb, &v), CN_OK);
