@@ -154,6 +154,15 @@ def wait_until(cond, seconds):
     return cond()
 
 
+def restart_without(srv, gone):
+    """Restarts srv with the drive folders in gone removed; a client of it."""
+    srv.stop()
+    for d in gone:
+        shutil.rmtree(d)
+    srv.start()
+    return make_client(srv)
+
+
 def log_has(srv, text):
     return lambda: text in open(srv.log_path).read()
 
@@ -408,11 +417,7 @@ def test_versions_and_uploads_after_first_drive_replaced(need_multi_drive, drive
         return all(os.path.isfile(os.path.join(drives[0], b, "k", "%v." + vid)) for vid in noncurrent)
     assert wait_until(healed, 60), os.listdir(os.path.join(drives[0], b))
     # and their shards are right: with M other drives gone every version still reads
-    srv.stop()
-    for d in drives[1:1 + m]:
-        shutil.rmtree(d)
-    srv.start()
-    s3 = make_client(srv)
+    s3 = restart_without(srv, drives[1:1 + m])
     for vid, body in bodies.items():
         assert s3.get_object(Bucket=b, Key="k", VersionId=vid)["Body"].read() == body
 
@@ -453,11 +458,7 @@ def test_buckets_made_or_removed_while_a_drive_was_away(need_multi_drive, drive_
                        capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
     assert all(record_of(drives[0], late, k) for k in objs)
-    srv.stop()
-    for d in drives[1:1 + m]:
-        shutil.rmtree(d)
-    srv.start()
-    s3 = make_client(srv)
+    s3 = restart_without(srv, drives[1:1 + m])
     for k, v in objs.items():
         assert s3.get_object(Bucket=late, Key=k)["Body"].read() == v
 
@@ -498,11 +499,7 @@ def test_removed_drive_formatted_when_it_reappears(need_multi_drive, drive_serve
     missing = [k for k in objs if not record_of(victim, b, k)]
     assert not missing, missing
     # the victim's shards are right: with M other drives gone, every byte still reads
-    srv.stop()
-    for d in [x for x in drives if x != victim][:m]:
-        shutil.rmtree(d)
-    srv.start()
-    s3 = make_client(srv)
+    s3 = restart_without(srv, [x for x in drives if x != victim][:m])
     check_all(s3, b, objs, ranges=False)
 
 
