@@ -185,7 +185,7 @@ void cn_obj__pin_key(cn_obj_store *s, const char *bucket, const char *key, cn_ob
 	p->h = key_hash(bucket, key);
 	p->drops = NULL;
 	p->next = NULL;
-	__typeof__(s->pins[0]) *st = PIN_STRIPE(s, p->h);
+	cn_obj__pins *st = PIN_STRIPE(s, p->h);
 	pthread_mutex_lock(&st->mu);
 	p->prev = st->tail;
 	if (st->tail)
@@ -210,7 +210,7 @@ static void run_drops(cn_obj__drop *d)
 
 void cn_obj__unpin(cn_obj_store *s, cn_obj__pin *p)
 {
-	__typeof__(s->pins[0]) *st = PIN_STRIPE(s, p->h);
+	cn_obj__pins *st = PIN_STRIPE(s, p->h);
 	cn_obj__drop *run = NULL;
 	pthread_mutex_lock(&st->mu);
 	if (p->drops) {
@@ -240,7 +240,7 @@ void cn_obj__drop_data(cn_obj_store *s, cn_ec_set *set, const char *bucket, cons
                        const char *data_id)
 {
 	uint64_t h = key_hash(bucket, key);
-	__typeof__(s->pins[0]) *st = PIN_STRIPE(s, h);
+	cn_obj__pins *st = PIN_STRIPE(s, h);
 	cn_obj__drop *d = NULL;
 	if (data_id && data_id[0]) {
 		pthread_mutex_lock(&st->mu);

@@ -31,6 +31,10 @@ typedef struct cn_obj__pin {
 	uint64_t h;                       /* hash of bucket/key */
 	cn_obj__drop *drops;              /* removals waiting for this reader and older ones */
 } cn_obj__pin;
+typedef struct cn_obj__pins {        /* one stripe of open readers */
+	pthread_mutex_t mu;
+	cn_obj__pin *head, *tail;
+} cn_obj__pins;
 
 /* One pool: nsets erasure sets of set_size drives (pointers into cn_obj_store.sets). */
 typedef struct cn_obj__pool {
@@ -50,10 +54,7 @@ struct cn_obj_store {
 	unsigned char dep_key[16];                 /* the deployment id's bytes: the routing key */
 	pthread_rwlock_t ns_lock;                  /* C5 */
 	pthread_mutex_t key_locks[OBJ_KEY_LOCKS];  /* C2 (also one upload's changes) */
-	struct {                                   /* C6: open readers by key hash */
-		pthread_mutex_t mu;
-		cn_obj__pin *head, *tail;
-	} pins[OBJ_PIN_STRIPES];
+	cn_obj__pins pins[OBJ_PIN_STRIPES];        /* C6: open readers by key hash */
 	/* versioning state per bucket (versions.c): a direct-mapped cache of the
 	 * "versioning" bucket document; vs_gen counts changes (insert only if unchanged) */
 	pthread_mutex_t vs_mu;
