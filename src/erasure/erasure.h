@@ -38,6 +38,13 @@ cn_ec_rec *cn_ec_rec_wrap(void *p, size_t len);
 cn_ec_rec *cn_ec_rec_ref(cn_ec_rec *r); /* returns r */
 void cn_ec_rec_unref(cn_ec_rec *r);     /* NULL: no-op */
 const unsigned char *cn_ec_rec_bytes(const cn_ec_rec *r, size_t *len);
+/* Bitrot checks of a shared record's inline shard stream, done once (E3): its bytes never
+ * change, so a block whose hash matched once matches for every later reader (of the record
+ * cache's copy). Blocks 0..63 are remembered (an inline stream has at most 2 blocks); a
+ * failed check marks nothing, so every later read checks again. Thread-safe (relaxed
+ * atomics: a reader that misses a mark only checks again). */
+bool cn_ec_rec_block_checked(const cn_ec_rec *r, size_t block);
+void cn_ec_rec_mark_checked(cn_ec_rec *r, size_t block);
 
 /* One version's metadata as stored in each drive's record. Strings are NUL-terminated;
  * meta, parts and inline_data are owned (cn_ec_meta_fini frees), except that inline_data

@@ -77,6 +77,7 @@ void cn_ec_meta_init(cn_ec_meta *m)
 
 struct cn_ec_rec {
 	atomic_uint refs;
+	_Atomic uint64_t checked; /* inline blocks whose hash matched (cn_ec_rec_block_checked) */
 	size_t len;
 	unsigned char *p;
 };
@@ -87,6 +88,7 @@ cn_ec_rec *cn_ec_rec_wrap(void *p, size_t len)
 	if (!r)
 		return NULL;
 	atomic_init(&r->refs, 1);
+	atomic_init(&r->checked, 0);
 	r->len = len;
 	r->p = p;
 	return r;
@@ -110,6 +112,17 @@ const unsigned char *cn_ec_rec_bytes(const cn_ec_rec *r, size_t *len)
 {
 	*len = r->len;
 	return r->p;
+}
+
+bool cn_ec_rec_block_checked(const cn_ec_rec *r, size_t block)
+{
+	return block < 64 && (atomic_load_explicit(&r->checked, memory_order_relaxed) >> block & 1);
+}
+
+void cn_ec_rec_mark_checked(cn_ec_rec *r, size_t block)
+{
+	if (block < 64)
+		atomic_fetch_or_explicit(&r->checked, (uint64_t)1 << block, memory_order_relaxed);
 }
 
 void cn_ec_meta_drop_inline(cn_ec_meta *m)

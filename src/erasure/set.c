@@ -1225,7 +1225,8 @@ static bool coded_file(cn_ec_reader *r, size_t p, size_t d)
 
 /* Reads slot d's [hash][shard] of block b of part p into out (HASH_LEN + sl bytes),
  * checks the hash (E3) and points *at at the shard's bytes: in out, or for an inline
- * stream where it already is in memory (no copy). */
+ * stream where it already is in memory (no copy; a shared record's block is checked once:
+ * cn_ec_rec_block_checked). */
 static bool read_shard(cn_ec_reader *r, size_t p, size_t b, size_t d, size_t sl, unsigned char *out,
                        unsigned char **at)
 {
@@ -1236,6 +1237,10 @@ static bool read_shard(cn_ec_reader *r, size_t p, size_t b, size_t d, size_t sl,
 		if (off + (int64_t)want > (int64_t)r->inl_len[d])
 			return false;
 		out = r->inl[d] + off;
+		if (r->inl_rec[d] && cn_ec_rec_block_checked(r->inl_rec[d], b)) {
+			*at = out + HASH_LEN; /* this record's copy was checked (a cached record) */
+			return true;
+		}
 	} else {
 		if (!coded_file(r, p, d))
 			return false;
@@ -1253,6 +1258,8 @@ static bool read_shard(cn_ec_reader *r, size_t p, size_t b, size_t d, size_t sl,
 		r->degraded = true;
 		return false;
 	}
+	if (r->inl[d] && r->inl_rec[d])
+		cn_ec_rec_mark_checked(r->inl_rec[d], b);
 	*at = out + HASH_LEN;
 	return true;
 }

@@ -245,6 +245,24 @@ TEST(meta_decoded_from_a_shared_record_references_it)
 	cn_ec_rec_unref(br);
 }
 
+/* A shared record remembers which inline blocks matched their hash (0..63), nothing else. */
+TEST(record_remembers_checked_blocks)
+{
+	cn_ec_rec *rec = cn_ec_rec_wrap(strdup("RECORD"), 6);
+	CHECK(rec != NULL);
+	for (size_t b = 0; b < 70; b++)
+		CHECK(!cn_ec_rec_block_checked(rec, b));
+	cn_ec_rec_mark_checked(rec, 0);
+	cn_ec_rec_mark_checked(rec, 1);
+	cn_ec_rec_mark_checked(rec, 63);
+	cn_ec_rec_mark_checked(rec, 64); /* beyond what is remembered: checked every time */
+	CHECK(cn_ec_rec_block_checked(rec, 0) && cn_ec_rec_block_checked(rec, 1));
+	CHECK(cn_ec_rec_block_checked(rec, 63));
+	CHECK(!cn_ec_rec_block_checked(rec, 2) && !cn_ec_rec_block_checked(rec, 62));
+	CHECK(!cn_ec_rec_block_checked(rec, 64) && !cn_ec_rec_block_checked(rec, 1000));
+	cn_ec_rec_unref(rec);
+}
+
 int main(void)
 {
 	RUN(working_set_of_an_erasure_set_stays_cached);
@@ -254,5 +272,6 @@ int main(void)
 	RUN(limits_and_clear);
 	RUN(insert_shares_the_record_and_readers_outlive_eviction);
 	RUN(meta_decoded_from_a_shared_record_references_it);
+	RUN(record_remembers_checked_blocks);
 	TEST_END();
 }

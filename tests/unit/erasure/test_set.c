@@ -567,6 +567,69 @@ TEST(test_tie_at_half_is_read_one_way)
 	free(p);
 }
 
+/* Drive i's record of key, decoded (inline stream copied); flip: one byte of its inline
+ * shard is flipped and the record re-encoded, so its checksum is right (a fresh encode)
+ * and only the shard hash can see the damage. Returns the shard index the record holds. */
+static unsigned inline_record(size_t i, const char *key, bool flip)
+{
+	char rec[256];
+	snprintf(rec, sizeof rec, "%s/d%zu/bkt/%%m.%s", base, i, key);
+	FILE *f = fopen(rec, "rb");
+	CN_ASSERT(f);
+	static unsigned char buf[1 << 20];
+	size_t len = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	cn_ec_meta m;
+	CN_ASSERT(cn_ec_meta_decode(buf, len, false, &m) == CN_OK && m.has_inline);
+	CN_ASSERT(m.inline_len > CN_CODEC_HASH_LEN);
+	if (flip) {
+		m.inline_data[CN_CODEC_HASH_LEN] ^= 0x5A; /* the shard's first byte, after its hash */
+		cn_buf enc;
+		cn_buf_init(&enc);
+		CN_ASSERT(cn_ec_meta_encode(&m, &enc) == CN_OK);
+		f = fopen(rec, "wb");
+		CN_ASSERT(f && fwrite(enc.p, 1, enc.len, f) == enc.len && fclose(f) == 0);
+		cn_buf_fini(&enc);
+	}
+	unsigned idx = m.index;
+	cn_ec_meta_fini(&m);
+	return idx;
+}
+
+/* E3 through the record cache: a cached record's inline shard is hash-checked once (the
+ * bytes cannot change in memory), but only once it matched: a rotten shard inside a
+ * record whose checksum is right is caught, and rebuilt from parity, on every read. */
+TEST(test_cached_inline_shard_checked_until_good)
+{
+	unsigned char *p = pattern(1000, 9);
+	reset(true);
+	cn_ec_set *s = open_set(4, 2);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	CHECK_EQ_INT(put(s, "k", p, 1000, true), CN_OK);
+	bool deg = false;
+	CHECK_EQ_INT(check(s, "k", p, 0, 1000, &deg), CN_OK); /* good records: cached, checked */
+	CHECK(!deg);
+	CHECK_EQ_INT(check(s, "k", p, 0, 1000, &deg), CN_OK); /* the same from the cache */
+	CHECK(!deg);
+	cn_ec_set_free(s);
+	/* a data shard rots: every read through the cache (the first loads the record)
+	 * must see it, rebuild the shard and return the right bytes */
+	size_t rotten = 4;
+	for (size_t i = 0; i < 4 && rotten == 4; i++)
+		if (inline_record(i, "k", false) == 0)
+			rotten = i;
+	CHECK(rotten < 4);
+	inline_record(rotten, "k", true);
+	s = open_set(4, 2);
+	for (int r = 0; r < 3; r++) {
+		deg = false;
+		CHECK_EQ_INT(check(s, "k", p, 0, 1000, &deg), CN_OK);
+		CHECK(deg);
+	}
+	cn_ec_set_free(s);
+	free(p);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -581,6 +644,7 @@ int main(void)
 	RUN(test_tie_at_half_is_read_one_way);
 	RUN(test_walk_prefix_needs_a_listed_key);
 	RUN(test_heal_noncurrent_version);
+	RUN(test_cached_inline_shard_checked_until_good);
 	reset(false);
 	TEST_END();
 }
