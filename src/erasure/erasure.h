@@ -185,6 +185,12 @@ cn_err cn_ec_reader_read(cn_ec_reader *r, int64_t off, void *buf, size_t len, si
  * (and CN_OK) at or past the end, or when the bytes sit in a plain file (use
  * cn_ec_reader_read or cn_ec_reader_plain_fd). Errors as cn_ec_reader_read. */
 cn_err cn_ec_reader_view(cn_ec_reader *r, int64_t off, size_t max, const void **p, size_t *n);
+/* Several views at once: the bytes from off on (at most max of them, in at most maxiov
+ * pieces: one per data shard), all from the one block that holds off, so all valid until
+ * the next call on r or its close. *niov = 0 (CN_OK) where cn_ec_reader_view gives NULL;
+ * *n = their total. Errors as cn_ec_reader_view, with no piece returned. */
+cn_err cn_ec_reader_viewv(cn_ec_reader *r, int64_t off, size_t max, struct iovec *iov, int maxiov,
+                          int *niov, size_t *n);
 /* When the bytes from off sit verbatim in one plain file: its fd, the offset in it and how
  * many of the version's bytes follow there (*avail >= 1) (zero-copy sends). false
  * otherwise (inline, coded shards, or an error opening the part: cn_ec_reader_read then

@@ -1588,6 +1588,38 @@ cn_err cn_ec_reader_view(cn_ec_reader *r, int64_t off, size_t max, const void **
 	return CN_OK;
 }
 
+cn_err cn_ec_reader_viewv(cn_ec_reader *r, int64_t off, size_t max, struct iovec *iov, int maxiov,
+                          int *niov, size_t *n)
+{
+	*niov = 0;
+	*n = 0;
+	while (*niov < maxiov && *n < max) {
+		int64_t at = off + (int64_t)*n;
+		if (*niov && coded(r->s)) { /* only the loaded block: the earlier views stay valid */
+			if (at >= r->size)
+				break;
+			size_t idx = part_of(r, at);
+			int64_t poff = at - (idx ? r->ends[idx - 1] : 0);
+			if (!r->blk_valid || idx != r->blk_part || (size_t)(poff / r->block_size) != r->blk_idx)
+				break;
+		}
+		const void *p;
+		size_t got;
+		cn_err e = cn_ec_reader_view(r, at, max - *n, &p, &got);
+		if (e) {
+			*niov = 0;
+			*n = 0;
+			return e;
+		}
+		if (!p || !got)
+			break;
+		iov[*niov] = (struct iovec){ (void *)p, got };
+		(*niov)++;
+		*n += got;
+	}
+	return CN_OK;
+}
+
 bool cn_ec_reader_plain_fd(cn_ec_reader *r, int64_t off, int *fd, int64_t *fd_off, int64_t *avail)
 {
 	if (coded(r->s) || !r->nparts || off < 0 || off >= r->size)

@@ -262,32 +262,47 @@ static cn_err build_head(cn_http_exchange *x, int64_t length)
  * for the loop; once anything is behind obuf, everything after it queues there too, in
  * order. A response larger than INLINE_MAX defers the request to a worker, which is only
  * possible while nothing is on the wire. more: further bytes of this response follow. */
-static cn_err out_write(cn_http_exchange *x, const void *a, size_t alen, const void *b, size_t blen,
-                        bool more)
+static cn_err out_writev(cn_http_exchange *x, const struct iovec *iov, int n, bool more)
 {
 	if (!x->inline_mode)
-		return cn_conn_write2(x->c, a, alen, b, blen, more);
+		return cn_conn_writev(x->c, iov, n, more);
 	if (x->deferred)
 		return CN_ERR_BUSY;
-	if (x->inline_total + alen + blen > INLINE_MAX) {
+	size_t total = 0;
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	if (x->inline_total + total > INLINE_MAX) {
 		if (x->on_wire) /* not reached: bodies over INLINE_MAX / 2 defer at send_head */
 			return CN_ERR_TOO_LARGE;
 		x->deferred = true;
 		return CN_ERR_BUSY;
 	}
-	x->inline_total += alen + blen;
+	x->inline_total += total;
 	size_t sent = 0;
 	if (x->obuf.len == 0) {
-		cn_err e = cn_conn_send_now(x->c, a, alen, b, blen, more, &sent);
+		cn_err e = cn_conn_send_nowv(x->c, iov, n, more, &sent);
 		if (e)
 			return e;
 		x->on_wire |= sent > 0;
 	}
-	size_t sa = sent < alen ? sent : alen, sb = sent - sa;
-	cn_err e = sa < alen ? cn_buf_append(&x->obuf, (const char *)a + sa, alen - sa) : CN_OK;
-	if (!e && sb < blen)
-		e = cn_buf_append(&x->obuf, (const char *)b + sb, blen - sb);
+	cn_err e = CN_OK;
+	for (int i = 0; !e && i < n; i++) { /* what the socket did not take, in order */
+		size_t l = iov[i].iov_len;
+		if (sent >= l) {
+			sent -= l;
+			continue;
+		}
+		e = cn_buf_append(&x->obuf, (const char *)iov[i].iov_base + sent, l - sent);
+		sent = 0;
+	}
 	return e;
+}
+
+static cn_err out_write(cn_http_exchange *x, const void *a, size_t alen, const void *b, size_t blen,
+                        bool more)
+{
+	struct iovec iov[2] = { { (void *)a, alen }, { (void *)b, blen } };
+	return out_writev(x, iov, 2, more);
 }
 
 static cn_err flush_head(cn_http_exchange *x, const void *body, size_t len, bool more)
@@ -296,6 +311,22 @@ static cn_err flush_head(cn_http_exchange *x, const void *body, size_t len, bool
 		return len ? out_write(x, body, len, NULL, 0, more) : CN_OK;
 	x->head_sent = true;
 	cn_err e = out_write(x, x->headbuf.p, x->headbuf.len, body, len, more);
+	if (e)
+		x->io_error = true;
+	return e;
+}
+
+/* The head (if not sent yet) and the n body pieces in one write. */
+_Static_assert(CN_WRITEV_MAX < CN_CONN_IOV_MAX, "a head and CN_WRITEV_MAX pieces fit");
+static cn_err flush_headv(cn_http_exchange *x, const struct iovec *iov, int n, bool more)
+{
+	if (x->head_sent)
+		return out_writev(x, iov, n, more);
+	struct iovec v[CN_CONN_IOV_MAX];
+	v[0] = (struct iovec){ x->headbuf.p, x->headbuf.len };
+	memcpy(v + 1, iov, (size_t)n * sizeof *iov);
+	x->head_sent = true;
+	cn_err e = out_writev(x, v, n + 1, more);
 	if (e)
 		x->io_error = true;
 	return e;
@@ -317,19 +348,24 @@ cn_err cn_http_resp_send_head(cn_http_exchange *x, int64_t length)
 	return CN_OK;
 }
 
-cn_err cn_http_resp_body(cn_http_exchange *x, const void *p, size_t len)
+cn_err cn_http_resp_bodyv(cn_http_exchange *x, const struct iovec *iov, int n)
 {
 	CN_ASSERT(x->head_built);
+	if (n < 1 || n > CN_WRITEV_MAX)
+		return CN_ERR_INVALID; /* handler bug */
 	if (x->deferred)
 		return CN_ERR_BUSY;
 	if (x->is_head)
 		return CN_OK;
 	if (x->io_error)
 		return CN_ERR_CLOSED;
+	size_t len = 0;
+	for (int i = 0; i < n; i++)
+		len += iov[i].iov_len;
 	if (x->resp_len >= 0 && x->resp_sent + (int64_t)len > x->resp_len)
 		return CN_ERR_INVALID; /* handler bug: more than announced */
 	bool more = x->resp_len >= 0 && x->resp_sent + (int64_t)len < x->resp_len;
-	cn_err e = flush_head(x, p, len, more);
+	cn_err e = flush_headv(x, iov, n, more);
 	if (e) {
 		x->io_error = true;
 		return e;
@@ -338,10 +374,22 @@ cn_err cn_http_resp_body(cn_http_exchange *x, const void *p, size_t len)
 	return CN_OK;
 }
 
+cn_err cn_http_resp_body(cn_http_exchange *x, const void *p, size_t len)
+{
+	struct iovec v = { (void *)p, len };
+	return cn_http_resp_bodyv(x, &v, 1);
+}
+
 static cn_err w_write(cn_writer *w, const void *p, size_t len)
 {
 	cn_http_exchange *x = (cn_http_exchange *)((char *)w - offsetof(cn_http_exchange, writer));
 	return cn_http_resp_body(x, p, len);
+}
+
+static cn_err w_writev(cn_writer *w, const struct iovec *iov, int n)
+{
+	cn_http_exchange *x = (cn_http_exchange *)((char *)w - offsetof(cn_http_exchange, writer));
+	return cn_http_resp_bodyv(x, iov, n);
 }
 
 /* Inline, with bytes on the wire already (so no deferral): the file's bytes through
@@ -498,6 +546,7 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, void *ctx, bool 
 	x.is_head = cn_str_eq_c(x.req.method, "HEAD");
 	x.writer.write = w_write;
 	x.writer.send_fd = w_send_fd;
+	x.writer.writev = w_writev;
 	cn_buf_init(&x.hdrs);
 	cn_buf_init(&x.headbuf);
 	cn_buf_init(&x.obuf);

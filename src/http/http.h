@@ -151,6 +151,9 @@ cn_err cn_http_resp_headerf(cn_http_exchange *x, const char *name, const char *f
  * the connection closes after the body). */
 cn_err cn_http_resp_send_head(cn_http_exchange *x, int64_t length);
 cn_err cn_http_resp_body(cn_http_exchange *x, const void *p, size_t len);
+/* The same for n pieces in order (1..CN_WRITEV_MAX), sent as one write: the shards of a
+ * small object leave in one sendmsg without being gathered by a copy. */
+cn_err cn_http_resp_bodyv(cn_http_exchange *x, const struct iovec *iov, int n);
 /* A writer over the response body (supports send_fd -> sendfile). */
 cn_writer *cn_http_resp_writer(cn_http_exchange *x);
 /* Head + body in one call. */

@@ -848,14 +848,35 @@ cn_err cn_conn_write2(cn_conn *c, const void *a, size_t alen, const void *b, siz
 	return send_all_iov(c, iov, blen ? 2 : 1, more);
 }
 
+cn_err cn_conn_writev(cn_conn *c, const struct iovec *iov, int n, bool more)
+{
+	struct iovec v[CN_CONN_IOV_MAX];
+	int k = 0;
+	CN_ASSERT(n <= CN_CONN_IOV_MAX);
+	for (int i = 0; i < n; i++)
+		if (iov[i].iov_len)
+			v[k++] = iov[i]; /* send_all_iov advances its own copy */
+	return k ? send_all_iov(c, v, k, more) : CN_OK;
+}
+
 cn_err cn_conn_send_now(cn_conn *c, const void *a, size_t alen, const void *b, size_t blen,
                         bool more, size_t *sent)
 {
 	struct iovec iov[2] = { { (void *)a, alen }, { (void *)b, blen } };
-	struct msghdr m = { .msg_iov = alen ? iov : iov + 1,
-	                    .msg_iovlen = (alen ? 1u : 0u) + (blen ? 1u : 0u) };
+	return cn_conn_send_nowv(c, iov, 2, more, sent);
+}
+
+cn_err cn_conn_send_nowv(cn_conn *c, const struct iovec *iov, int n, bool more, size_t *sent)
+{
+	struct iovec v[CN_CONN_IOV_MAX];
+	int k = 0;
+	CN_ASSERT(n <= CN_CONN_IOV_MAX);
+	for (int i = 0; i < n; i++)
+		if (iov[i].iov_len)
+			v[k++] = iov[i];
+	struct msghdr m = { .msg_iov = v, .msg_iovlen = (size_t)k };
 	*sent = 0;
-	if (m.msg_iovlen == 0)
+	if (k == 0)
 		return CN_OK;
 	for (;;) {
 		ssize_t w = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));

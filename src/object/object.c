@@ -1658,6 +1658,20 @@ cn_err cn_obj_read(cn_obj_reader *r, int64_t off, int64_t len, cn_writer *w)
 			continue;
 		}
 		size_t want = len > (int64_t)IO_BUF ? IO_BUF : (size_t)len, got;
+		if (w->writev) { /* a block's data shards in one write: no copy, one syscall */
+			struct iovec iov[CN_WRITEV_MAX];
+			int niov;
+			cn_err e = cn_ec_reader_viewv(r->r, off, want, iov, CN_WRITEV_MAX, &niov, &got);
+			if (e)
+				return e;
+			if (niov) {
+				if ((e = w->writev(w, iov, niov)))
+					return e;
+				off += (int64_t)got;
+				len -= (int64_t)got;
+				continue;
+			}
+		}
 		const void *p;
 		cn_err e = cn_ec_reader_view(r->r, off, want, &p, &got);
 		/* decoded shard bytes sent from where they are, no copy; short pieces (a small

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 /* Internal errors, shared by every layer. The s3 layer maps them to S3 error codes once,
  * at the edge (src/s3/errors.def); lower layers never know about S3 codes. */
@@ -100,7 +101,10 @@ cn_err cn_buf_printf(cn_buf *b, const char *fmt, ...) __attribute__((format(prin
 /* Byte streams between layers. A reader returns bytes > 0, 0 at end of stream, or a
  * negative cn_err (-CN_ERR_xxx) on failure; after a failure or EOF it is not called again.
  * A writer consumes all len bytes or returns an error. send_fd is optional (NULL when
- * unsupported): it sends len bytes of fd from off without copying through user space. */
+ * unsupported): it sends len bytes of fd from off without copying through user space.
+ * writev is optional (NULL: use write per piece): n (1..CN_WRITEV_MAX) pieces in order,
+ * as one write (the pieces are the caller's; the writer has consumed them on return). */
+#define CN_WRITEV_MAX 32
 typedef struct cn_reader cn_reader;
 struct cn_reader {
 	ssize_t (*read)(cn_reader *r, void *buf, size_t len);
@@ -109,6 +113,7 @@ typedef struct cn_writer cn_writer;
 struct cn_writer {
 	cn_err (*write)(cn_writer *w, const void *buf, size_t len);
 	cn_err (*send_fd)(cn_writer *w, int fd, int64_t off, int64_t len);
+	cn_err (*writev)(cn_writer *w, const struct iovec *iov, int n);
 };
 /* Reads until len bytes or EOF; returns bytes read (< len only at EOF) or negative cn_err. */
 ssize_t cn_read_full(cn_reader *r, void *buf, size_t len);

@@ -43,6 +43,22 @@ static void handler(void *ctx, cn_http_exchange *x)
 	static __thread unsigned char buf[FILE_LEN];
 	for (size_t i = 0; i < len; i++)
 		buf[i] = pat(i, len);
+	if (path[1] == 'v') { /* pieces of uneven sizes, up to 5 per bodyv, one of them empty */
+		for (size_t off = 0; off < len;) {
+			struct iovec iov[5];
+			int n = 0;
+			for (; n < 5 && off < len; n++) {
+				size_t l = n == 2 ? 0 : (off * 13 + 997) % 5000 + 1;
+				if (l > len - off)
+					l = len - off;
+				iov[n] = (struct iovec){ buf + off, l };
+				off += l;
+			}
+			if (cn_http_resp_bodyv(x, iov, n))
+				return;
+		}
+		return;
+	}
 	size_t first = path[1] == 'f' ? (len < 1000 ? len : 1000) : len;
 	for (size_t off = 0; off < first;) {
 		size_t n = first - off < 7000 ? first - off : 7000;
@@ -165,14 +181,17 @@ TEST(inline_bodies_arrive_whole)
 	int fd = dial(0);
 	CHECK(fd >= 0);
 	static const size_t lens[] = { 0, 1, 6999, 7000, 7001, 65536, 65536 + 4096, 81920 };
-	for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+	for (int v = 0; v < 2; v++) { /* bodies in single writes, then in pieces (bodyv) */
+		for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+			atomic_store(&calls, 0);
+			CHECK(get(fd, v ? 'v' : 'n', lens[i], false));
+			CHECK_EQ_INT(atomic_load(&calls), 1); /* served on the loop */
+		}
 		atomic_store(&calls, 0);
-		CHECK(get(fd, 'n', lens[i], false));
-		CHECK_EQ_INT(atomic_load(&calls), 1); /* served on the loop */
+		/* over INLINE_MAX / 2: deferred to a worker (blocking writes) */
+		CHECK(get(fd, v ? 'v' : 'n', 200 * 1024, false));
+		CHECK_EQ_INT(atomic_load(&calls), 2);
 	}
-	atomic_store(&calls, 0);
-	CHECK(get(fd, 'n', 200 * 1024, false)); /* over INLINE_MAX / 2: deferred to a worker */
-	CHECK_EQ_INT(atomic_load(&calls), 2);
 	close(fd);
 	stop();
 }
@@ -184,11 +203,12 @@ TEST(partial_sends_queue_in_order)
 	 * socket does not take waits for the loop, and a slow reader still gets every byte */
 	int fd = dial(4096);
 	CHECK(fd >= 0);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		atomic_store(&calls, 0);
-		CHECK(get(fd, 'n', 81920, true));
+		CHECK(get(fd, i % 2 ? 'v' : 'n', 81920, true)); /* 'v': pieces partly taken */
 		CHECK_EQ_INT(atomic_load(&calls), 1);
 	}
+	CHECK(get(fd, 'v', 200 * 1024, true)); /* a worker's blocking pieces, slow reader */
 	close(fd);
 	stop();
 }

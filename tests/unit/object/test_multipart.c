@@ -108,7 +108,7 @@ static unsigned char *get_range(cn_obj_store *s, const char *key, int64_t off, i
 	cn_obj_info_init(&info);
 	if (cn_obj_open(s, "bkt", key, &info, &r))
 		return NULL;
-	mem_writer w = { { mem_write, use_fd ? mem_send_fd : NULL }, { 0 } };
+	mem_writer w = { { mem_write, use_fd ? mem_send_fd : NULL, NULL }, { 0 } };
 	cn_buf_init(&w.b);
 	cn_err e = cn_obj_read(r, off, len, &w.w);
 	cn_obj_reader_close(r);

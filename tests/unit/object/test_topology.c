@@ -56,7 +56,7 @@ static char *get_str(cn_obj_store *s, const char *b, const char *k, cn_err *errp
 	cn_obj_info info;
 	cn_obj_info_init(&info);
 	cn_err e = cn_obj_open(s, b, k, &info, &r);
-	mem_writer w = { { mem_write, NULL }, { 0 } };
+	mem_writer w = { { mem_write, NULL, NULL }, { 0 } };
 	cn_buf_init(&w.b);
 	if (!e) {
 		e = cn_obj_read(r, 0, info.size, &w.w);

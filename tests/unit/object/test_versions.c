@@ -71,7 +71,7 @@ static cn_err get(const char *key, const char *vid, char *out, size_t cap)
 		cn_obj_info_fini(&info);
 		return e;
 	}
-	mem_writer w = { { mem_write, NULL }, { 0 } };
+	mem_writer w = { { mem_write, NULL, NULL }, { 0 } };
 	cn_buf_init(&w.b);
 	int64_t n = info.size < (int64_t)cap - 1 ? info.size : (int64_t)cap - 1;
 	e = cn_obj_read(r, 0, n, &w.w);
