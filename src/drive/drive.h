@@ -28,6 +28,8 @@ typedef struct cn_drive_rfile cn_drive_rfile; /* an open shard file for reading 
 typedef struct cn_drive_info {
 	uint64_t total, free, used; /* bytes */
 	bool online;
+	uint64_t outages; /* times the health wrapper took the drive offline (0 without one):
+	                     a change tells that it was away, however briefly */
 } cn_drive_info;
 
 typedef struct cn_drive_vol {

@@ -119,6 +119,7 @@ static cn_err h_info(cn_drive *dd, cn_drive_info *out)
 	hdrive *d = H(dd);
 	if (atomic_load(&d->offline)) {
 		memset(out, 0, sizeof *out);
+		out->outages = atomic_load(&d->outages);
 		return CN_OK; /* answered: online = false */
 	}
 	int64_t t0 = mono_ms();
@@ -126,6 +127,7 @@ static cn_err h_info(cn_drive *dd, cn_drive_info *out)
 	judge(d, e, t0, "info");
 	if (atomic_load(&d->offline))
 		out->online = false;
+	out->outages = atomic_load(&d->outages);
 	return e;
 }
 

@@ -746,10 +746,13 @@ static void check_drives(cn_obj_store *s)
 						nnew++;
 						s->mon_warned[at] = false;
 					}
-				} else if (re == CN_OK && s->mon_offline[at]) {
-					nback++; /* back from offline: it may lack buckets made meanwhile (E9) */
+				} else if (re == CN_OK && (s->mon_offline[at] || di.outages != s->mon_outages[at])) {
+					/* back from offline, or away and back between two checks (an outage
+					 * counted meanwhile): it may lack buckets made meanwhile (E9) */
+					nback++;
 				}
 				s->mon_offline[at] = re != CN_OK;
+				s->mon_outages[at] = di.outages;
 				if (re == CN_OK && !s->mon_warned[at] &&
 				           format_check(s, set, p, k, d, &b, false, &f)) {
 					cn_log(CN_LOG_ERROR, NULL, "object: drive %s (pool %zu set %zu slot %zu) now holds "
@@ -784,7 +787,8 @@ static void monitor_start(cn_obj_store *s)
 		return;
 	s->mon_warned = calloc(total, sizeof *s->mon_warned);
 	s->mon_offline = calloc(total, sizeof *s->mon_offline);
-	if (s->mon_warned && s->mon_offline)
+	s->mon_outages = calloc(total, sizeof *s->mon_outages);
+	if (s->mon_warned && s->mon_offline && s->mon_outages)
 		cn_periodic_start(&s->monitor, s->cfg.drive_check_ms > 0 ? s->cfg.drive_check_ms : 5000,
 		                  monitor_run, s);
 }
@@ -796,6 +800,8 @@ static void monitor_stop(cn_obj_store *s)
 	s->mon_warned = NULL;
 	free(s->mon_offline);
 	s->mon_offline = NULL;
+	free(s->mon_outages);
+	s->mon_outages = NULL;
 }
 
 static cn_err topology_check(const cn_obj_topology *t)

@@ -75,6 +75,7 @@ struct cn_obj_store {
 	cn_periodic monitor;
 	bool *mon_warned;
 	bool *mon_offline; /* the slot was offline at the last check */
+	uint64_t *mon_outages; /* its drive's outage count at the last check (cn_drive_info) */
 };
 
 /* --- routing (object.c): which erasure set holds a key ---------------------------------

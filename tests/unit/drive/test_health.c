@@ -80,6 +80,9 @@ TEST(test_errors_and_stalls)
 	CHECK_EQ_INT(h->ops->write_sys(h, "x", "abc", 3), CN_OK);
 	CHECK_EQ_INT(h->ops->stat_vol(h, "nobucket", NULL), CN_ERR_NO_BUCKET); /* data answer */
 	CHECK(!cn_drive_health_offline(h));
+	cn_drive_info d0;
+	CHECK_EQ_INT(h->ops->info(h, &d0), CN_OK);
+	CHECK(d0.online && d0.outages == 0);
 
 	/* an I/O error takes it offline; offline calls do not reach the drive */
 	atomic_store(&f->fail, 1);
@@ -89,7 +92,7 @@ TEST(test_errors_and_stalls)
 	CHECK(cn_drive_health_offline(h));
 	cn_drive_info di;
 	CHECK_EQ_INT(h->ops->info(h, &di), CN_OK);
-	CHECK(!di.online);
+	CHECK(!di.online && di.outages == 1);
 	int before = atomic_load(&f->calls);
 	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_ERR_OFFLINE);
 	CHECK_EQ_INT(h->ops->write_sys(h, "y", "1", 1), CN_ERR_OFFLINE);
@@ -111,6 +114,10 @@ TEST(test_errors_and_stalls)
 	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_ERR_OFFLINE); /* skipped at once */
 	atomic_store(&f->delay_ms, 0);
 	CHECK(wait_online(h, 2000));
+	/* online again, and the outages counted: whoever looks now sees it was away twice,
+	 * however short each absence (the drive monitor's "came back", object.c) */
+	CHECK_EQ_INT(h->ops->info(h, &di), CN_OK);
+	CHECK(di.online && di.outages == 2);
 	cn_buf_fini(&b);
 	cn_drive_close(h);
 	char cmd[128];
