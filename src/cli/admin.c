@@ -288,7 +288,7 @@ typedef struct heal_view {
 	bool tty, dry_run;
 	bool shown;          /* a "\r" progress line is on the screen */
 	int64_t start_ms;
-	uint64_t scanned, healed, failed, drives;
+	uint64_t scanned, healed, failed, drives, orphans;
 	uint64_t bytes;
 	bool done;
 	char error[256];
@@ -316,6 +316,7 @@ static bool heal_line(stream *s, const char *line, size_t len)
 	v->failed = jget(o, "failed");
 	v->drives = jget(o, "drivesHealed");
 	v->bytes = jget(o, "bytes");
+	v->orphans = jget(o, "orphans");
 	if (json_is_true(json_object_get(o, "done"))) {
 		v->done = true;
 		const char *err = jstr(o, "error");
@@ -335,6 +336,10 @@ static bool heal_line(stream *s, const char *line, size_t len)
 	int n = snprintf(text, sizeof text, "%s: %llu scanned, %llu %s, %llu failed, %s rewritten",
 	                 t, (unsigned long long)v->scanned, (unsigned long long)v->healed,
 	                 v->dry_run ? "damaged" : "healed", (unsigned long long)v->failed, b);
+	if (v->orphans && n > 0 && (size_t)n < sizeof text)
+		n += snprintf(text + n, sizeof text - (size_t)n, ", %llu orphan data folder%s %s",
+		              (unsigned long long)v->orphans, v->orphans == 1 ? "" : "s",
+		              v->dry_run ? "found" : "removed");
 	if (obj && n > 0 && (size_t)n < sizeof text)
 		snprintf(text + n, sizeof text - (size_t)n, " — %s", obj);
 	if (v->tty) {
@@ -402,6 +407,8 @@ static int admin_heal(admin_opts *o)
 	printf("  objects failed          %llu\n", (unsigned long long)v.failed);
 	printf("  drive copies rewritten  %llu\n", (unsigned long long)v.drives);
 	printf("  bytes rewritten         %s\n", b);
+	printf("  orphan data %-11s %llu\n", o->dry_run ? "found" : "removed",
+	       (unsigned long long)v.orphans);
 	printf("  elapsed                 %s\n", t);
 	if (v.error[0])
 		fprintf(stderr, "cairn admin heal: the server stopped the heal: %s\n", v.error);

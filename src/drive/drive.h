@@ -134,6 +134,10 @@ typedef struct cn_drive_ops {
 	                       size_t max, cn_buf *out);
 	cn_err (*version_list)(cn_drive *d, const char *vol, const char *key, char ***vids, size_t *n);
 	cn_err (*version_delete)(cn_drive *d, const char *vol, const char *key, const char *vid);
+	/* The data folders in the key's folder ("%d.<id>" names, whole; none when it has no
+	 * folder), referenced by a record or not: what a crash or a lost deferred removal may
+	 * leave behind (FORMAT.md §2). Optional (NULL: none known). Free: cn_drive_free_names. */
+	cn_err (*data_list)(cn_drive *d, const char *vol, const char *key, char ***ids, size_t *n);
 	cn_err (*version_promote)(cn_drive *d, const char *vol, const char *key, const char *vid);
 	/* version_write: writes noncurrent version vid's record (atomic: tmp + rename;
 	 *   replaces or creates, making the key's folders as needed: callers hold the key's

@@ -330,6 +330,15 @@ static cn_err h_version_list(cn_drive *dd, const char *vol, const char *key, cha
 	hdrive *d = H(dd);
 	CALL(d, "version_list", d->in->ops->version_list(d->in, vol, key, vids, n));
 }
+static cn_err h_data_list(cn_drive *dd, const char *vol, const char *key, char ***ids, size_t *n)
+{
+	hdrive *d = H(dd);
+	*ids = NULL;
+	*n = 0;
+	if (!d->in->ops->data_list)
+		return CN_OK;
+	CALL(d, "data_list", d->in->ops->data_list(d->in, vol, key, ids, n));
+}
 static cn_err h_version_delete(cn_drive *dd, const char *vol, const char *key, const char *vid)
 {
 	hdrive *d = H(dd);
@@ -427,6 +436,7 @@ static const cn_drive_ops health_ops = {
 	.version_keep = h_version_keep,
 	.version_read = h_version_read,
 	.version_list = h_version_list,
+	.data_list = h_data_list,
 	.version_delete = h_version_delete,
 	.version_promote = h_version_promote,
 	.version_write = h_version_write,

@@ -1624,6 +1624,40 @@ static cn_err local_version_list(cn_drive *dd, const char *vol, const char *key,
 	return CN_OK;
 }
 
+static cn_err local_data_list(cn_drive *dd, const char *vol, const char *key, char ***ids, size_t *n)
+{
+	*ids = NULL;
+	*n = 0;
+	cn_buf kp;
+	cn_buf_init(&kp);
+	cn_err e = key_path(&kp, vol, key);
+	char **names = NULL;
+	bool *is_dir = NULL;
+	size_t nn = 0;
+	if (!e)
+		e = list_dir(L(dd), kp.p, &names, &is_dir, &nn);
+	cn_buf_fini(&kp);
+	if (e == CN_ERR_NOT_FOUND)
+		return CN_OK;
+	if (e)
+		return e;
+	size_t k = 0;
+	for (size_t i = 0; i < nn; i++) {
+		if (is_dir[i] && strncmp(names[i], "%d.", 3) == 0 && id_ok(names[i]))
+			names[k++] = names[i];
+		else
+			free(names[i]);
+	}
+	free(is_dir);
+	if (k == 0) {
+		free(names);
+		names = NULL;
+	}
+	*ids = names;
+	*n = k;
+	return CN_OK;
+}
+
 static cn_err local_version_delete(cn_drive *dd, const char *vol, const char *key, const char *vid)
 {
 	local_drive *d = L(dd);
@@ -2059,6 +2093,7 @@ static const cn_drive_ops local_ops = {
 	.version_keep = local_version_keep,
 	.version_read = local_version_read,
 	.version_list = local_version_list,
+	.data_list = local_data_list,
 	.version_delete = local_version_delete,
 	.version_promote = local_version_promote,
 	.version_write = local_version_write,

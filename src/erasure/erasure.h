@@ -229,6 +229,14 @@ cn_err cn_ec_version_read(cn_ec_set *s, const char *vol, const char *key, const 
  * none; an id may name a partial write: read each with quorum). Free with
  * cn_drive_free_names. */
 cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n);
+/* The key's data folders that no record of the key (current or noncurrent, at quorum or
+ * not) references on any drive of the set: what a crash between an overwrite and the
+ * removal of the replaced data leaves (FORMAT.md §2). Read from the drives (never the
+ * record cache). Only a whole view may call a folder unreferenced: when any drive cannot
+ * answer (offline, a record unreadable or corrupt, a listing error) the list is empty.
+ * The caller holds the key's lock (a commit renames its data folder in before its record)
+ * and removes them as C6 says (a reader may still hold one). Free: cn_drive_free_names. */
+cn_err cn_ec_orphan_data(cn_ec_set *s, const char *vol, const char *key, char ***ids, size_t *n);
 cn_err cn_ec_version_delete(cn_ec_set *s, const char *vol, const char *key, const char *vid);
 cn_err cn_ec_version_promote(cn_ec_set *s, const char *vol, const char *key, const char *vid);
 /* Rewrites noncurrent version vid's record with m (edited meta, as cn_ec_update_meta). */

@@ -1929,6 +1929,98 @@ static cn_err union_names(cn_ec_set *s, bool uploads, const char *vol, const cha
 	return CN_OK;
 }
 
+/* A name list (cn_drive_free_names' shape) that grows, name added unless unique is asked
+ * and it is there already; false when out of memory. */
+static bool names_add(char ***v, size_t *n, size_t *cap, const char *name, bool unique)
+{
+	for (size_t i = 0; unique && i < *n; i++)
+		if (!strcmp((*v)[i], name))
+			return true;
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 8;
+		char **nv = realloc(*v, nc * sizeof *nv);
+		if (!nv)
+			return false;
+		*v = nv;
+		*cap = nc;
+	}
+	if (!((*v)[*n] = strdup(name)))
+		return false;
+	(*n)++;
+	return true;
+}
+
+/* Adds the data folder drive d's record (current: vid NULL) references to refs. */
+static cn_err add_ref(cn_ec_set *s, size_t d, const char *vol, const char *key, const char *vid,
+                      char ***refs, size_t *nr, size_t *cap)
+{
+	cn_ec_meta m;
+	cn_ec_meta_init(&m);
+	cn_err e = read_one(s, d, vid ? REC_VERSION : REC_CURRENT, vol, key, vid, true, false, &m);
+	if (e == CN_ERR_NO_KEY || e == CN_ERR_NOT_FOUND)
+		e = CN_OK; /* none (removed meanwhile, or never there) */
+	else if (!e && m.data_id[0] && !names_add(refs, nr, cap, m.data_id, false))
+		e = CN_ERR_NOMEM;
+	cn_ec_meta_fini(&m);
+	return e;
+}
+
+cn_err cn_ec_orphan_data(cn_ec_set *s, const char *vol, const char *key, char ***ids, size_t *n)
+{
+	char **found = NULL, **refs = NULL;
+	size_t nf = 0, capf = 0, nr = 0, capr = 0;
+	cn_err e = CN_OK;
+	*ids = NULL;
+	*n = 0;
+	for (size_t d = 0; !e && d < s->n; d++) {
+		cn_drive *dr = D(s, d);
+		if (!dr || d < s->read_skip) {
+			e = CN_ERR_OFFLINE;
+			break;
+		}
+		if (!dr->ops->data_list)
+			continue;
+		char **l = NULL;
+		size_t ln = 0;
+		e = dr->ops->data_list(dr, vol, key, &l, &ln);
+		for (size_t i = 0; !e && i < ln; i++)
+			if (!names_add(&found, &nf, &capf, l[i], true))
+				e = CN_ERR_NOMEM;
+		cn_drive_free_names(l, ln);
+	}
+	/* then what every drive's records reference (only when there is something to match:
+	 * most keys have no data folder at all) */
+	for (size_t d = 0; !e && nf && d < s->n; d++) {
+		cn_drive *dr = D(s, d);
+		char **vids = NULL;
+		size_t nv = 0;
+		e = add_ref(s, d, vol, key, NULL, &refs, &nr, &capr);
+		if (!e)
+			e = dr->ops->version_list(dr, vol, key, &vids, &nv);
+		for (size_t i = 0; !e && i < nv; i++)
+			e = add_ref(s, d, vol, key, vids[i], &refs, &nr, &capr);
+		cn_drive_free_names(vids, nv);
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < nf; i++) {
+		bool referenced = e != CN_OK; /* no whole view: nothing is called unreferenced */
+		for (size_t j = 0; !referenced && j < nr; j++)
+			referenced = !strcmp(found[i], refs[j]);
+		if (referenced)
+			free(found[i]);
+		else
+			found[k++] = found[i];
+	}
+	cn_drive_free_names(refs, nr);
+	if (k == 0) {
+		free(found);
+		found = NULL;
+	}
+	*ids = found;
+	*n = k;
+	return e == CN_ERR_NOMEM ? e : CN_OK;
+}
+
 cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n)
 {
 	return union_names(s, false, vol, key, vids, n); /* E8 */

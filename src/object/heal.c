@@ -9,7 +9,9 @@
  *  H3. The scanner sleeps after each object for twice the time the object took (at least
  *      1 ms), so it uses at most about a third of one core's time and of the drives'.
  *  H4. The queue never blocks a reader: when full, the entry is dropped (the scanner will
- *      find the object). */
+ *      find the object).
+ *  H5. A data folder is removed as unreferenced only under its key's lock, from a view of
+ *      every drive's records (cn_ec_orphan_data), through C6 (cn_obj__drop_data). */
 #include "object/object_int.h"
 
 #include <errno.h>
@@ -78,7 +80,32 @@ static void heal_version(cn_obj_store *s, const char *bucket, const char *key, c
 		       vid ? " version " : "", vid ? vid : "", res.drives_healed, res.drives_failed);
 }
 
-/* The current version and every noncurrent one. */
+/* H5: the key's data folders no record references (a crash after an overwrite's commit,
+ * before its removal of the replaced data, or a removal C6 deferred) are removed under the
+ * key's lock, as C6 removes replaced data: at once, or when the readers that may still
+ * read them close. */
+static void remove_orphans(cn_obj_store *s, const char *bucket, const char *key, bool dry_run,
+                           cn_obj_heal_totals *t)
+{
+	cn_ec_set *set = set_of(s, bucket, key);
+	char **ids = NULL;
+	size_t n = 0;
+	pthread_rwlock_rdlock(&s->ns_lock);
+	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
+	pthread_mutex_lock(kl);
+	if (cn_ec_orphan_data(set, bucket, key, &ids, &n) == CN_OK && !dry_run)
+		for (size_t i = 0; i < n; i++)
+			cn_obj__drop_data(s, set, bucket, key, ids[i]);
+	pthread_mutex_unlock(kl);
+	pthread_rwlock_unlock(&s->ns_lock);
+	for (size_t i = 0; i < n; i++)
+		cn_log(CN_LOG_INFO, NULL, "heal: %s/%s: data folder %s is no version's: %s", bucket, key,
+		       ids[i], dry_run ? "found (dry run)" : "removed");
+	t->orphans += n;
+	cn_drive_free_names(ids, n);
+}
+
+/* The current version and every noncurrent one, then data no version references. */
 static void heal_key(cn_obj_store *s, const char *bucket, const char *key, bool dry_run,
                      cn_obj_heal_totals *t)
 {
@@ -86,11 +113,12 @@ static void heal_key(cn_obj_store *s, const char *bucket, const char *key, bool 
 	heal_version(s, bucket, key, NULL, dry_run, t);
 	char **vids;
 	size_t n;
-	if (cn_ec_version_list(set, bucket, key, &vids, &n) != CN_OK)
-		return;
-	for (size_t i = 0; i < n; i++)
-		heal_version(s, bucket, key, vids[i], dry_run, t);
-	cn_drive_free_names(vids, n);
+	if (cn_ec_version_list(set, bucket, key, &vids, &n) == CN_OK) {
+		for (size_t i = 0; i < n; i++)
+			heal_version(s, bucket, key, vids[i], dry_run, t);
+		cn_drive_free_names(vids, n);
+	}
+	remove_orphans(s, bucket, key, dry_run, t);
 }
 
 /* --- walking (H2) ------------------------------------------------------------------------ */

@@ -135,9 +135,10 @@ typedef struct heal_stream {
 
 static json_t *totals_json(const cn_obj_heal_totals *t)
 {
-	return json_pack("{s:I,s:I,s:I,s:I,s:I}", "scanned", jint(t->scanned), "healed",
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "scanned", jint(t->scanned), "healed",
 	                 jint(t->healed), "failed", jint(t->failed), "drivesHealed",
-	                 jint(t->drives_healed), "bytes", (json_int_t)(t->bytes > 0 ? t->bytes : 0));
+	                 jint(t->drives_healed), "bytes", (json_int_t)(t->bytes > 0 ? t->bytes : 0),
+	                 "orphans", jint(t->orphans));
 }
 
 /* Sends one ndjson line (obj consumed). */
@@ -249,9 +250,11 @@ static void admin_heal(cn_s3_req *r, const char *rest)
 	}
 	send_line(&hs, o);
 	cn_log(CN_LOG_INFO, r->reqid,
-	       "admin: heal done: %llu scanned, %llu healed, %llu failed, %llu drive copies, %lld bytes%s%s",
+	       "admin: heal done: %llu scanned, %llu healed, %llu failed, %llu drive copies, %lld bytes, "
+	       "%llu orphan data folders%s%s",
 	       (unsigned long long)t.scanned, (unsigned long long)t.healed,
 	       (unsigned long long)t.failed, (unsigned long long)t.drives_healed, (long long)t.bytes,
+	       (unsigned long long)t.orphans,
 	       e ? ": " : "", e ? cn_err_str(e) : "");
 }
 

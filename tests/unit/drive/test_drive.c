@@ -540,6 +540,38 @@ TEST(test_key_folders)
 	cn_drive_close(d);
 }
 
+/* data_list: the "%d.*" folders in a key's folder, nothing else there (versions, records,
+ * longer keys' folders, a file named like a data folder); none without a folder. */
+TEST(test_data_list)
+{
+	cn_drive *d = open_fresh(false);
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	char **ids;
+	size_t n;
+	CHECK_EQ_INT(d->ops->data_list(d, "vol", "k", &ids, &n), CN_OK);
+	CHECK(n == 0 && ids == NULL);
+	CHECK_EQ_INT(put_inline(d, "k", "R"), CN_OK); /* inline: still no folder */
+	CHECK_EQ_INT(d->ops->data_list(d, "vol", "k", &ids, &n), CN_OK);
+	CHECK_EQ_INT(n, 0);
+	CHECK_EQ_INT(put_inline(d, "k/deeper", "R"), CN_OK); /* k's folder, a longer key in it */
+	CHECK_EQ_INT(d->ops->version_keep(d, "vol", "k/deeper", "v1"), CN_OK);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "mkdir -p %s/vol/k/%%d.aaa %s/vol/k/%%d.bbb && touch %s/vol/k/%%d.file "
+	         "%s/vol/k/%%d.aaa/part.1", base, base, base, base);
+	CHECK(system(cmd) == 0);
+	CHECK_EQ_INT(d->ops->data_list(d, "vol", "k", &ids, &n), CN_OK);
+	CHECK_EQ_INT(n, 2);
+	if (n == 2) {
+		bool aaa = !strcmp(ids[0], "%d.aaa") || !strcmp(ids[1], "%d.aaa");
+		bool bbb = !strcmp(ids[0], "%d.bbb") || !strcmp(ids[1], "%d.bbb");
+		CHECK(aaa && bbb);
+	}
+	cn_drive_free_names(ids, n);
+	CHECK_EQ_INT(d->ops->data_list(d, "vol", "k/deeper", &ids, &n), CN_OK); /* %v.v1 only */
+	CHECK(n == 0 && ids == NULL);
+	cn_drive_close(d);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -547,6 +579,7 @@ int main(void)
 	RUN(test_layout_and_escaping);
 	RUN(test_record_sizes);
 	RUN(test_key_folders);
+	RUN(test_data_list);
 	RUN(test_record_beside_folder);
 	RUN(test_record_pool);
 	RUN(test_walk);

@@ -649,6 +649,80 @@ TEST(test_cached_inline_shard_checked_until_good)
 	free(p);
 }
 
+static char *current_data_id(cn_ec_set *s, const char *key, char *out, size_t cap)
+{
+	cn_ec_meta m;
+	cn_ec_meta_init(&m);
+	CN_ASSERT(cn_ec_read_meta(s, "bkt", key, true, &m) == CN_OK);
+	snprintf(out, cap, "%s", m.data_id);
+	cn_ec_meta_fini(&m);
+	return out;
+}
+
+/* The data folders no record references are found (an overwrite's replaced data, which
+ * the object layer removes after the commit, or a crash forgot); a kept version's are
+ * not; a drive that cannot answer, or a record on one drive only, keeps them. */
+TEST(test_orphan_data)
+{
+	unsigned char *p = pattern(300000, 4);
+	reset(true);
+	cn_ec_set *s = open_set(4, 2);
+	CHECK_EQ_INT(cn_ec_set_cache(s, 0), CN_OK);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	char **ids;
+	size_t n;
+	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK); /* no such key */
+	CHECK_EQ_INT(n, 0);
+	char a[64], b[64], c[64];
+	CHECK_EQ_INT(put(s, "k", p, 300000, false), CN_OK);
+	current_data_id(s, "k", a, sizeof a);
+	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK); /* referenced */
+	CHECK_EQ_INT(n, 0);
+	CHECK_EQ_INT(cn_ec_version_keep(s, "bkt", "k", "v1"), CN_OK); /* a keeps a version */
+	CHECK_EQ_INT(put(s, "k", p, 250000, false), CN_OK);
+	current_data_id(s, "k", b, sizeof b);
+	/* drive 1 alone keeps b's record as a version (a partial write, say) */
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "cp '%s/d1/bkt/%%m.k' '%s/d1/bkt/k/%%v.v9'", base, base);
+	CHECK(system(cmd) == 0);
+	CHECK_EQ_INT(put(s, "k", p, 200000, false), CN_OK); /* b is replaced */
+	current_data_id(s, "k", c, sizeof c);
+	CHECK(strcmp(a, b) && strcmp(b, c) && strcmp(a, c));
+	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK);
+	CHECK_EQ_INT(n, 0); /* one drive's record still names b: kept */
+	cn_drive_free_names(ids, n);
+	snprintf(cmd, sizeof cmd, "rm '%s/d1/bkt/k/%%v.v9'", base);
+	CHECK(system(cmd) == 0);
+	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK);
+	CHECK_EQ_INT(n, 1); /* nobody's now */
+	if (n == 1)
+		CHECK_EQ_STR(ids[0], b);
+	cn_drive_free_names(ids, n);
+	cn_ec_set_free(s);
+	/* with a drive offline (its folder gone) nothing is called unreferenced */
+	snprintf(cmd, sizeof cmd, "mv %s/d3 %s/d3.away", base, base);
+	CHECK(system(cmd) == 0);
+	s = open_set(4, 2);
+	snprintf(cmd, sizeof cmd, "rm -rf %s/d3", base);
+	CHECK(system(cmd) == 0);
+	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK);
+	CHECK_EQ_INT(n, 0);
+	cn_ec_set_free(s);
+	snprintf(cmd, sizeof cmd, "rm -rf %s/d3 && mv %s/d3.away %s/d3", base, base, base);
+	CHECK(system(cmd) == 0);
+	s = open_set(4, 2);
+	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK);
+	CHECK_EQ_INT(n, 1);
+	cn_drive_free_names(ids, n);
+	/* removed (as the object layer does), the versions still read back */
+	CHECK_EQ_INT(cn_ec_delete_data(s, "bkt", "k", b), CN_OK);
+	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK);
+	CHECK_EQ_INT(n, 0);
+	CHECK_EQ_INT(check(s, "k", p, 0, 200000, NULL), CN_OK);
+	cn_ec_set_free(s);
+	free(p);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -664,6 +738,7 @@ int main(void)
 	RUN(test_walk_prefix_needs_a_listed_key);
 	RUN(test_heal_noncurrent_version);
 	RUN(test_cached_inline_shard_checked_until_good);
+	RUN(test_orphan_data);
 	reset(false);
 	TEST_END();
 }
