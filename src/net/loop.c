@@ -842,12 +842,6 @@ cn_err cn_conn_write(cn_conn *c, const void *p, size_t len)
 	return send_all_iov(c, &iov, 1, false);
 }
 
-cn_err cn_conn_write2(cn_conn *c, const void *a, size_t alen, const void *b, size_t blen, bool more)
-{
-	struct iovec iov[2] = { { (void *)a, alen }, { (void *)b, blen } };
-	return send_all_iov(c, iov, blen ? 2 : 1, more);
-}
-
 cn_err cn_conn_writev(cn_conn *c, const struct iovec *iov, int n, bool more)
 {
 	struct iovec v[CN_CONN_IOV_MAX];
@@ -857,13 +851,6 @@ cn_err cn_conn_writev(cn_conn *c, const struct iovec *iov, int n, bool more)
 		if (iov[i].iov_len)
 			v[k++] = iov[i]; /* send_all_iov advances its own copy */
 	return k ? send_all_iov(c, v, k, more) : CN_OK;
-}
-
-cn_err cn_conn_send_now(cn_conn *c, const void *a, size_t alen, const void *b, size_t blen,
-                        bool more, size_t *sent)
-{
-	struct iovec iov[2] = { { (void *)a, alen }, { (void *)b, blen } };
-	return cn_conn_send_nowv(c, iov, 2, more, sent);
 }
 
 cn_err cn_conn_send_nowv(cn_conn *c, const struct iovec *iov, int n, bool more, size_t *sent)

@@ -87,22 +87,18 @@ ssize_t cn_conn_read(cn_conn *c, void *buf, size_t len);
  * max bytes); returns CN_OK, CN_ERR_CLOSED at EOF first, CN_ERR_TOO_LARGE over max. */
 cn_err cn_conn_fill(cn_conn *c, size_t want, size_t max);
 cn_err cn_conn_write(cn_conn *c, const void *p, size_t len);
-/* Writes head then body in as few syscalls as possible. more: further bytes of the same
- * response follow at once (MSG_MORE: the pieces leave as full packets, and the client
- * wakes once for them instead of once per piece). */
-cn_err cn_conn_write2(cn_conn *c, const void *a, size_t alen, const void *b, size_t blen, bool more);
-/* The same for n pieces (n <= CN_CONN_IOV_MAX; iov is not changed). */
+/* Writes n pieces in order (n <= CN_CONN_IOV_MAX, empty ones allowed; iov is not
+ * changed) in as few syscalls as possible. more: further bytes of the same response
+ * follow at once (MSG_MORE: the pieces leave as full packets, and the client wakes once
+ * for them instead of once per piece). */
 #define CN_CONN_IOV_MAX 64
 cn_err cn_conn_writev(cn_conn *c, const struct iovec *iov, int n, bool more);
 cn_err cn_conn_sendfile(cn_conn *c, int fd, int64_t off, int64_t len);
 /* Loop-thread side (an inline handler, which must never block): sends what the socket
- * takes now of head a then body b; *sent = bytes taken, possibly 0 (the caller keeps the
- * rest for the loop: c->out). more: further response bytes follow at once (MSG_MORE, so a
- * response written in pieces still leaves in full packets). Errors: CN_ERR_CLOSED (peer
- * gone), *sent then 0. */
-cn_err cn_conn_send_now(cn_conn *c, const void *a, size_t alen, const void *b, size_t blen,
-                        bool more, size_t *sent);
-/* The same for n pieces (n <= CN_CONN_IOV_MAX; empty pieces allowed). */
+ * takes now of the n pieces (n <= CN_CONN_IOV_MAX, empty ones allowed), in order; *sent =
+ * bytes taken, possibly 0 (the caller keeps the rest for the loop: c->out). more: further
+ * response bytes follow at once (MSG_MORE, so a response written in pieces still leaves
+ * in full packets). Errors: CN_ERR_CLOSED (peer gone), *sent then 0. */
 cn_err cn_conn_send_nowv(cn_conn *c, const struct iovec *iov, int n, bool more, size_t *sent);
 /* Whether a complete request head is already buffered (for pipelining). */
 bool cn_conn_has_head(cn_conn *c);
