@@ -1593,21 +1593,32 @@ static cn_err local_version_read(cn_drive *dd, const char *vol, const char *key,
 	return e;
 }
 
-static cn_err local_version_list(cn_drive *dd, const char *vol, const char *key, char ***vids,
-                                 size_t *n)
+/* The entries of the key's folder (is_dir: which are folders; NULL: not asked); none
+ * (CN_OK) when the key has no folder. */
+static cn_err key_folder_list(local_drive *d, const char *vol, const char *key, char ***names,
+                              bool **is_dir, size_t *n)
 {
-	*vids = NULL;
+	*names = NULL;
+	if (is_dir)
+		*is_dir = NULL;
 	*n = 0;
 	cn_buf kp;
 	cn_buf_init(&kp);
 	cn_err e = key_path(&kp, vol, key);
-	char **names = NULL;
-	size_t nn = 0;
 	if (!e)
-		e = list_dir(L(dd), kp.p, &names, NULL, &nn);
+		e = list_dir(d, kp.p, names, is_dir, n);
 	cn_buf_fini(&kp);
-	if (e == CN_ERR_NOT_FOUND)
-		return CN_OK;
+	return e == CN_ERR_NOT_FOUND ? CN_OK : e;
+}
+
+static cn_err local_version_list(cn_drive *dd, const char *vol, const char *key, char ***vids,
+                                 size_t *n)
+{
+	char **names;
+	size_t nn;
+	cn_err e = key_folder_list(L(dd), vol, key, &names, NULL, &nn);
+	*vids = NULL;
+	*n = 0;
 	if (e)
 		return e;
 	size_t k = 0, pl = strlen(VER_PREFIX);
@@ -1626,19 +1637,12 @@ static cn_err local_version_list(cn_drive *dd, const char *vol, const char *key,
 
 static cn_err local_data_list(cn_drive *dd, const char *vol, const char *key, char ***ids, size_t *n)
 {
+	char **names;
+	bool *is_dir;
+	size_t nn;
+	cn_err e = key_folder_list(L(dd), vol, key, &names, &is_dir, &nn);
 	*ids = NULL;
 	*n = 0;
-	cn_buf kp;
-	cn_buf_init(&kp);
-	cn_err e = key_path(&kp, vol, key);
-	char **names = NULL;
-	bool *is_dir = NULL;
-	size_t nn = 0;
-	if (!e)
-		e = list_dir(L(dd), kp.p, &names, &is_dir, &nn);
-	cn_buf_fini(&kp);
-	if (e == CN_ERR_NOT_FOUND)
-		return CN_OK;
 	if (e)
 		return e;
 	size_t k = 0;

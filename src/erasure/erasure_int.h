@@ -5,8 +5,9 @@
  * of the records it reads (one per data drive on an erasure set). Entries are the records'
  * bytes as read: every hit is decoded as a drive read would be; the record's checksum and
  * its inline shard hashes are checked once, by the read that loaded it and the first read
- * of each inline block (the bytes cannot change in memory: cn_ec_rec_block_checked). A hit does not see what changed on the drive behind the server's back (a byte
- * flipped, a folder removed); the heal paths therefore never read through the cache, and a
+ * of each inline block (the bytes cannot change in memory: cn_ec_rec_block_checked). A
+ * hit does not see what changed on the drive behind the server's back (a byte flipped, a
+ * folder removed); the heal paths therefore never read through the cache, and a
  * drive coming back or being re-formatted clears its set's cache.
  * All writes of records go through this module (commit, delete), which invalidates the
  * entry after changing the drives; coherence rests on two rules:

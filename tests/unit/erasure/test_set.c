@@ -714,6 +714,17 @@ TEST(test_orphan_data)
 	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK);
 	CHECK_EQ_INT(n, 1);
 	cn_drive_free_names(ids, n);
+	/* a corrupt record on one drive (it might have named b): nothing is called orphan */
+	snprintf(cmd, sizeof cmd, "cp '%s/d2/bkt/k/%%v.v1' %s/v1.keep && printf '\\x55' | dd "
+	         "of='%s/d2/bkt/k/%%v.v1' bs=1 seek=20 conv=notrunc status=none", base, base, base);
+	CHECK(system(cmd) == 0);
+	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK);
+	CHECK_EQ_INT(n, 0);
+	snprintf(cmd, sizeof cmd, "mv %s/v1.keep '%s/d2/bkt/k/%%v.v1'", base, base);
+	CHECK(system(cmd) == 0);
+	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK);
+	CHECK_EQ_INT(n, 1);
+	cn_drive_free_names(ids, n);
 	/* removed (as the object layer does), the versions still read back */
 	CHECK_EQ_INT(cn_ec_delete_data(s, "bkt", "k", b), CN_OK);
 	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK);
