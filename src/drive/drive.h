@@ -44,6 +44,10 @@ typedef struct cn_drive_vol {
 typedef cn_err (*cn_drive_walk_fn)(void *ctx, const char *key, size_t keylen, bool is_prefix,
                                    const void *rec, size_t reclen);
 
+/* data_keys callback: key (NUL-terminated, keylen bytes). Returning anything but CN_OK
+ * stops the listing, which returns that value. */
+typedef cn_err (*cn_drive_key_fn)(void *ctx, const char *key, size_t keylen);
+
 typedef struct cn_drive_ops {
 	void (*close)(cn_drive *d);
 	cn_err (*info)(cn_drive *d, cn_drive_info *out);
@@ -138,6 +142,13 @@ typedef struct cn_drive_ops {
 	 * folder), referenced by a record or not: what a crash or a lost deferred removal may
 	 * leave behind (FORMAT.md §2). Optional (NULL: none known). Free: cn_drive_free_names. */
 	cn_err (*data_list)(cn_drive *d, const char *vol, const char *key, char ***ids, size_t *n);
+	/* The keys of vol starting with prefix whose folder holds data folders while this
+	 * drive has no current record for the key: what a delete that crashed after its
+	 * commit leaves (FORMAT.md §2), or a commit caught between its renames. Any order;
+	 * fn as walk's. The caller decides, under each key's lock and from every drive
+	 * (data_list, records), what is garbage. Optional (NULL: none known). */
+	cn_err (*data_keys)(cn_drive *d, const char *vol, const char *prefix, cn_drive_key_fn fn,
+	                    void *ctx);
 	cn_err (*version_promote)(cn_drive *d, const char *vol, const char *key, const char *vid);
 	/* version_write: writes noncurrent version vid's record (atomic: tmp + rename;
 	 *   replaces or creates, making the key's folders as needed: callers hold the key's

@@ -339,6 +339,19 @@ static cn_err h_data_list(cn_drive *dd, const char *vol, const char *key, char *
 		return CN_OK;
 	CALL(d, "data_list", d->in->ops->data_list(d->in, vol, key, ids, n));
 }
+static cn_err h_data_keys(cn_drive *dd, const char *vol, const char *prefix, cn_drive_key_fn fn,
+                          void *ctx)
+{
+	hdrive *d = H(dd);
+	if (!d->in->ops->data_keys)
+		return CN_OK;
+	GUARD(d);
+	/* as walk: its length depends on the folders, only its errors count */
+	cn_err e = d->in->ops->data_keys(d->in, vol, prefix, fn, ctx);
+	if (e == CN_ERR_IO)
+		mark_offline(d, "data_keys failed");
+	return e;
+}
 static cn_err h_version_delete(cn_drive *dd, const char *vol, const char *key, const char *vid)
 {
 	hdrive *d = H(dd);
@@ -437,6 +450,7 @@ static const cn_drive_ops health_ops = {
 	.version_read = h_version_read,
 	.version_list = h_version_list,
 	.data_list = h_data_list,
+	.data_keys = h_data_keys,
 	.version_delete = h_version_delete,
 	.version_promote = h_version_promote,
 	.version_write = h_version_write,

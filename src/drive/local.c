@@ -1662,6 +1662,86 @@ static cn_err local_data_list(cn_drive *dd, const char *vol, const char *key, ch
 	return CN_OK;
 }
 
+/* --- data_keys: key folders with data folders and no current record ------------------ */
+
+typedef struct dkeys_state {
+	local_drive *d;
+	const char *vol, *prefix;
+	size_t plen;
+	cn_drive_key_fn fn;
+	void *ctx;
+	cn_buf rp;           /* a record's path */
+	char path[PATH_CAP]; /* on-disk path of the current folder */
+	char key[1030];      /* its key (kl bytes, at most 1024), then the keys below it */
+} dkeys_state;
+
+/* path[0..pl) is the folder of key[0..kl) (kl 0: the vol): reports the key when the
+ * folder holds a data folder and the key's record is not there, then looks below. */
+static cn_err dkeys_dir(dkeys_state *w, size_t pl, size_t kl)
+{
+	char **names;
+	bool *isdir;
+	size_t n;
+	cn_err e = list_dir(w->d, w->path, &names, &isdir, &n);
+	if (e == CN_ERR_NOT_FOUND)
+		return CN_OK;
+	if (e)
+		return e;
+	bool data = false;
+	for (size_t i = 0; kl && i < n && !data; i++)
+		data = isdir[i] && !strncmp(names[i], "%d.", 3) && id_ok(names[i]);
+	if (data && starts_with(w->key, kl, w->prefix, w->plen)) {
+		w->key[kl] = 0;
+		size_t dl;
+		struct stat st;
+		e = rec_path(&w->rp, w->vol, w->key, &dl);
+		if (!e && fstatat(w->d->root_fd, w->rp.p, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			e = errno == ENOENT || errno == ENOTDIR ? w->fn(w->ctx, w->key, kl)
+			                                         : map_errno(w->d, errno, "looking for", w->rp.p);
+	}
+	for (size_t i = 0; i < n && !e; i++) {
+		const char *c;
+		if (!isdir[i] || !decode_component(names[i], &c))
+			continue;
+		size_t cl = strlen(c), nl = strlen(names[i]);
+		size_t ck = (kl ? kl + 1 : 0) + cl; /* the child's key length */
+		if (ck > 1024 || pl + 1 + nl + 64 >= PATH_CAP)
+			continue; /* no key of ours lives there */
+		if (kl)
+			w->key[kl] = '/';
+		memcpy(w->key + ck - cl, c, cl);
+		/* its keys all start with the child's key: none can match unless one of the
+		 * two starts with the other */
+		if (!starts_with(w->key, ck, w->prefix, w->plen) && !starts_with(w->prefix, w->plen, w->key, ck))
+			continue;
+		w->path[pl] = '/';
+		memcpy(w->path + pl + 1, names[i], nl + 1);
+		e = dkeys_dir(w, pl + 1 + nl, ck);
+		w->path[pl] = 0;
+	}
+	free_names(names, isdir, n);
+	return e;
+}
+
+static cn_err local_data_keys(cn_drive *dd, const char *vol, const char *prefix, cn_drive_key_fn fn,
+                              void *ctx)
+{
+	cn_err e = local_stat_vol(dd, vol, NULL);
+	if (e)
+		return e;
+	dkeys_state *w = calloc(1, sizeof *w);
+	if (!w)
+		return CN_ERR_NOMEM;
+	*w = (dkeys_state){ .d = L(dd), .vol = vol, .prefix = prefix ? prefix : "", .fn = fn, .ctx = ctx };
+	w->plen = strlen(w->prefix);
+	cn_buf_init(&w->rp);
+	snprintf(w->path, sizeof w->path, "%s", vol);
+	e = dkeys_dir(w, strlen(w->path), 0);
+	cn_buf_fini(&w->rp);
+	free(w);
+	return e;
+}
+
 static cn_err local_version_delete(cn_drive *dd, const char *vol, const char *key, const char *vid)
 {
 	local_drive *d = L(dd);
@@ -2098,6 +2178,7 @@ static const cn_drive_ops local_ops = {
 	.version_read = local_version_read,
 	.version_list = local_version_list,
 	.data_list = local_data_list,
+	.data_keys = local_data_keys,
 	.version_delete = local_version_delete,
 	.version_promote = local_version_promote,
 	.version_write = local_version_write,

@@ -237,6 +237,13 @@ cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char *
  * The caller holds the key's lock (a commit renames its data folder in before its record)
  * and removes them as C6 says (a reader may still hold one). Free: cn_drive_free_names. */
 cn_err cn_ec_orphan_data(cn_ec_set *s, const char *vol, const char *key, char ***ids, size_t *n);
+/* The keys of vol starting with prefix for which some drive of the set holds data
+ * folders but no current record (drive op data_keys): the candidates for
+ * cn_ec_orphan_data that no listing shows, as a delete that crashed after its commit
+ * leaves them. Sorted, each once, at most max (the rest wait for a later call); a drive
+ * that cannot answer is skipped (its keys wait too). Free: cn_drive_free_names. */
+cn_err cn_ec_data_keys(cn_ec_set *s, const char *vol, const char *prefix, size_t max, char ***keys,
+                       size_t *n);
 cn_err cn_ec_version_delete(cn_ec_set *s, const char *vol, const char *key, const char *vid);
 cn_err cn_ec_version_promote(cn_ec_set *s, const char *vol, const char *key, const char *vid);
 /* Rewrites noncurrent version vid's record with m (edited meta, as cn_ec_update_meta). */

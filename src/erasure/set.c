@@ -2021,6 +2021,52 @@ cn_err cn_ec_orphan_data(cn_ec_set *s, const char *vol, const char *key, char **
 	return e == CN_ERR_NOMEM ? e : CN_OK;
 }
 
+typedef struct dkeys_acc {
+	char **v;
+	size_t n, cap, max;
+} dkeys_acc;
+
+static cn_err dkeys_cb(void *ctx, const char *key, size_t keylen)
+{
+	(void)keylen;
+	dkeys_acc *a = ctx;
+	if (a->n == a->max)
+		return CN_ERR__COUNT; /* full: stop this drive's listing */
+	return names_add(&a->v, &a->n, &a->cap, key, false) ? CN_OK : CN_ERR_NOMEM;
+}
+
+cn_err cn_ec_data_keys(cn_ec_set *s, const char *vol, const char *prefix, size_t max, char ***keys,
+                       size_t *n)
+{
+	dkeys_acc a = { NULL, 0, 0, max };
+	cn_err e = CN_OK;
+	for (size_t d = 0; d < s->n && !e && a.n < max; d++) {
+		cn_drive *dr = D(s, d);
+		if (!dr || d < s->read_skip || !dr->ops->data_keys)
+			continue;
+		cn_err de = dr->ops->data_keys(dr, vol, prefix, dkeys_cb, &a);
+		if (de == CN_ERR_NOMEM)
+			e = de; /* any other failure: this drive's keys wait for a later call */
+	}
+	if (a.n > 1)
+		qsort(a.v, a.n, sizeof *a.v, name_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < a.n; i++) {
+		if (k && !strcmp(a.v[k - 1], a.v[i]))
+			free(a.v[i]);
+		else
+			a.v[k++] = a.v[i];
+	}
+	if (e || k == 0) {
+		cn_drive_free_names(a.v, k);
+		a.v = NULL;
+		k = 0;
+	}
+	*keys = a.v;
+	*n = k;
+	return e;
+}
+
 cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n)
 {
 	return union_names(s, false, vol, key, vids, n); /* E8 */

@@ -11,7 +11,9 @@
  *  H4. The queue never blocks a reader: when full, the entry is dropped (the scanner will
  *      find the object).
  *  H5. A data folder is removed as unreferenced only under its key's lock, from a view of
- *      every drive's records (cn_ec_orphan_data), through C6 (cn_obj__drop_data). */
+ *      every drive's records (cn_ec_orphan_data), through C6 (cn_obj__drop_data).
+ *  H6. Keys whose data folders outlived every record (no listing shows them) are found by
+ *      the drives (cn_ec_data_keys) and go through H5 in the set that holds them. */
 #include "object/object_int.h"
 
 #include <errno.h>
@@ -23,6 +25,7 @@
 
 #define QUEUE_CAP 1024
 #define BATCH 1000
+#define DATA_KEYS_MAX 10000
 #define DEFAULT_SCAN_MS (24LL * 3600 * 1000)
 
 typedef struct heal_item {
@@ -84,10 +87,9 @@ static void heal_version(cn_obj_store *s, const char *bucket, const char *key, c
  * before its removal of the replaced data, or a removal C6 deferred) are removed under the
  * key's lock, as C6 removes replaced data: at once, or when the readers that may still
  * read them close. */
-static void remove_orphans(cn_obj_store *s, const char *bucket, const char *key, bool dry_run,
-                           cn_obj_heal_totals *t)
+static void remove_orphans(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                           bool dry_run, cn_obj_heal_totals *t)
 {
-	cn_ec_set *set = set_of(s, bucket, key);
 	char **ids = NULL;
 	size_t n = 0;
 	pthread_rwlock_rdlock(&s->ns_lock);
@@ -118,7 +120,7 @@ static void heal_key(cn_obj_store *s, const char *bucket, const char *key, bool 
 			heal_version(s, bucket, key, vids[i], dry_run, t);
 		cn_drive_free_names(vids, n);
 	}
-	remove_orphans(s, bucket, key, dry_run, t);
+	remove_orphans(s, set, bucket, key, dry_run, t);
 }
 
 /* --- walking (H2) ------------------------------------------------------------------------ */
@@ -158,6 +160,40 @@ typedef struct heal_run {
 	bool stopped;
 } heal_run;
 
+/* After each key: the progress line (every 500 ms) and the scanner's pause (H3). */
+static void paced(heal_run *h, const char *bucket, const char *key, int64_t t0)
+{
+	if (h->progress && now_ms() - h->last_report >= 500) {
+		h->last_report = now_ms();
+		if (!h->progress(h->ctx, h->t, bucket, key, false))
+			h->stopped = true;
+	}
+	if (h->throttle) { /* H3 */
+		int64_t took = now_ms() - t0;
+		usleep((useconds_t)((took * 2 > 1 ? took * 2 : 1) * 1000));
+		if (h->s->healer && h->s->healer->stop)
+			h->stopped = true;
+	}
+}
+
+/* Keys no listing shows (H6) because no drive has their record, while a drive still holds
+ * data folders of theirs (a delete that crashed after its commit, FORMAT.md §2): each is
+ * checked like a listed key's leftovers (H5), in the set that holds the folders. One
+ * call per bucket and set, at most DATA_KEYS_MAX keys (more wait for the next run). */
+static void heal_data_keys(heal_run *h, cn_ec_set *set, const char *bucket, const char *prefix)
+{
+	char **keys;
+	size_t n;
+	if (cn_ec_data_keys(set, bucket, prefix ? prefix : "", DATA_KEYS_MAX, &keys, &n))
+		return;
+	for (size_t i = 0; i < n && !h->stopped; i++) {
+		int64_t t0 = now_ms();
+		remove_orphans(h->s, set, bucket, keys[i], h->dry_run, h->t);
+		paced(h, bucket, keys[i], t0);
+	}
+	cn_drive_free_names(keys, n);
+}
+
 static cn_err heal_bucket(heal_run *h, cn_ec_set *set, const char *bucket, const char *prefix)
 {
 	batch b = { calloc(BATCH, sizeof(char *)), 0 };
@@ -175,17 +211,7 @@ static cn_err heal_bucket(heal_run *h, cn_ec_set *set, const char *bucket, const
 		for (size_t i = 0; i < b.n && !h->stopped; i++) {
 			int64_t t0 = now_ms();
 			heal_key(h->s, bucket, b.keys[i], h->dry_run, h->t);
-			if (h->progress && now_ms() - h->last_report >= 500) {
-				h->last_report = now_ms();
-				if (!h->progress(h->ctx, h->t, bucket, b.keys[i], false))
-					h->stopped = true;
-			}
-			if (h->throttle) { /* H3 */
-				int64_t took = now_ms() - t0;
-				usleep((useconds_t)((took * 2 > 1 ? took * 2 : 1) * 1000));
-				if (h->s->healer && h->s->healer->stop)
-					h->stopped = true;
-			}
+			paced(h, bucket, b.keys[i], t0);
 		}
 		bool more = b.n == BATCH && !h->stopped;
 		char *next = b.n ? b.keys[b.n - 1] : NULL; /* the walk resumes after it */
@@ -198,6 +224,8 @@ static cn_err heal_bucket(heal_run *h, cn_ec_set *set, const char *bucket, const
 	}
 	free(after);
 	free(b.keys);
+	if (!e && !h->stopped)
+		heal_data_keys(h, set, bucket, prefix);
 	return h->stopped ? CN_ERR_ABORTED : e;
 }
 

@@ -572,6 +572,82 @@ TEST(test_data_list)
 	cn_drive_close(d);
 }
 
+typedef struct keys_seen {
+	char all[600];
+	int calls, stop_after;
+} keys_seen;
+
+static cn_err seen_cb(void *ctx, const char *key, size_t keylen)
+{
+	keys_seen *k = ctx;
+	CHECK_EQ_INT(strlen(key), keylen);
+	size_t l = strlen(k->all);
+	snprintf(k->all + l, sizeof k->all - l, "%s%s", l ? " " : "", key);
+	return ++k->calls == k->stop_after ? CN_ERR_ABORTED : CN_OK;
+}
+
+/* The reported keys of one data_keys call, sorted, space-separated, into out. */
+static cn_err data_keys_of(cn_drive *d, const char *prefix, int stop_after, char *out, size_t cap)
+{
+	keys_seen k = { "", 0, stop_after };
+	cn_err e = d->ops->data_keys(d, "vol", prefix, seen_cb, &k);
+	char *words[32], *save = NULL;
+	int n = 0;
+	for (char *w = strtok_r(k.all, " ", &save); w && n < 32; w = strtok_r(NULL, " ", &save))
+		words[n++] = w;
+	for (int i = 1; i < n; i++) /* insertion sort: a handful */
+		for (int j = i; j > 0 && strcmp(words[j - 1], words[j]) > 0; j--) {
+			char *t = words[j];
+			words[j] = words[j - 1];
+			words[j - 1] = t;
+		}
+	out[0] = 0;
+	for (int i = 0; i < n; i++)
+		snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? " " : "", words[i]);
+	return e;
+}
+
+/* data_keys: the keys whose folder holds a data folder while their record is not there
+ * (escaped components decoded, long leaves' records looked for in their folder), under
+ * the prefix; not a key with its record, versions only, or a file named like a data
+ * folder; a callback's error stops it. */
+TEST(test_data_keys)
+{
+	cn_drive *d = open_fresh(false);
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	char got[600], cmd[2000], lng[255]; /* a leaf too long for "%m.<leaf>" */
+	memset(lng, 'L', 254);
+	lng[254] = 0;
+	CHECK_EQ_INT(data_keys_of(d, "", 0, got, sizeof got), CN_OK);
+	CHECK_EQ_STR(got, "");
+	CHECK_EQ_INT(put_inline(d, "a", "R"), CN_OK);           /* a record beside a/%d.x */
+	CHECK_EQ_INT(put_inline(d, "v/w", "R"), CN_OK);         /* versions only */
+	CHECK_EQ_INT(d->ops->version_keep(d, "vol", "v/w", "v1"), CN_OK);
+	char key[400];
+	snprintf(key, sizeof key, "c/%s", lng);
+	CHECK_EQ_INT(put_inline(d, key, "R"), CN_OK);           /* its record in its folder */
+	snprintf(cmd, sizeof cmd,
+	         "cd %s/vol && mkdir -p a/%%d.x b/%%d.y c/d/%%d.z 'c/%%=%%p/%%d.q' c/%s/%%d.r "
+	         "c/M%s/%%d.s f v/w/%%d.t && touch f/%%d.file",
+	         base, lng, lng + 1);
+	CHECK(system(cmd) == 0);
+	char want[800];
+	snprintf(want, sizeof want, "b c/%%p c/M%s c/d", lng + 1);
+	CHECK_EQ_INT(data_keys_of(d, "", 0, got, sizeof got), CN_OK);
+	CHECK_EQ_STR(got, want);
+	CHECK_EQ_INT(data_keys_of(d, "c/", 0, got, sizeof got), CN_OK);
+	snprintf(want, sizeof want, "c/%%p c/M%s c/d", lng + 1);
+	CHECK_EQ_STR(got, want);
+	CHECK_EQ_INT(data_keys_of(d, "c/d", 0, got, sizeof got), CN_OK);
+	CHECK_EQ_STR(got, "c/d");
+	CHECK_EQ_INT(data_keys_of(d, "c/d/", 0, got, sizeof got), CN_OK);
+	CHECK_EQ_STR(got, "");
+	CHECK_EQ_INT(data_keys_of(d, "", 2, got, sizeof got), CN_ERR_ABORTED);
+	CHECK(strchr(got, ' ') && !strchr(strchr(got, ' ') + 1, ' ')); /* two keys, then stopped */
+	CHECK_EQ_INT(d->ops->data_keys(d, "none", "", seen_cb, &(keys_seen){ "", 0, 0 }), CN_ERR_NO_BUCKET);
+	cn_drive_close(d);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -580,6 +656,7 @@ int main(void)
 	RUN(test_record_sizes);
 	RUN(test_key_folders);
 	RUN(test_data_list);
+	RUN(test_data_keys);
 	RUN(test_record_beside_folder);
 	RUN(test_record_pool);
 	RUN(test_walk);

@@ -734,6 +734,48 @@ TEST(test_orphan_data)
 	free(p);
 }
 
+/* cn_ec_data_keys: keys whose data folders a drive holds without their record, merged
+ * over the drives (one drive's folders are enough), sorted, each once, at most max. */
+TEST(test_data_keys)
+{
+	unsigned char *p = pattern(300000, 5);
+	reset(true);
+	cn_ec_set *s = open_set(4, 2);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	for (int i = 0; i < 3; i++) {
+		char k[16];
+		snprintf(k, sizeof k, "k%d", i);
+		CHECK_EQ_INT(put(s, k, p, 300000, false), CN_OK);
+	}
+	char **keys;
+	size_t n;
+	CHECK_EQ_INT(cn_ec_data_keys(s, "bkt", "", 100, &keys, &n), CN_OK);
+	CHECK(n == 0 && keys == NULL); /* every key has its records */
+	char cmd[512];
+	/* k0: records gone everywhere; k2: on drive 2 only, its other drives' data removed */
+	snprintf(cmd, sizeof cmd, "cd %s && rm d*/bkt/%%m.k0 d2/bkt/%%m.k2 && rm -r d0/bkt/k2 d1/bkt/k2 d3/bkt/k2",
+	         base);
+	CHECK(system(cmd) == 0);
+	CHECK_EQ_INT(cn_ec_data_keys(s, "bkt", "", 100, &keys, &n), CN_OK);
+	CHECK_EQ_INT(n, 2);
+	if (n == 2) {
+		CHECK_EQ_STR(keys[0], "k0");
+		CHECK_EQ_STR(keys[1], "k2");
+	}
+	cn_drive_free_names(keys, n);
+	CHECK_EQ_INT(cn_ec_data_keys(s, "bkt", "", 1, &keys, &n), CN_OK);
+	CHECK_EQ_INT(n, 1);
+	cn_drive_free_names(keys, n);
+	CHECK_EQ_INT(cn_ec_data_keys(s, "bkt", "k2", 100, &keys, &n), CN_OK);
+	CHECK(n == 1 && !strcmp(keys[0], "k2"));
+	cn_drive_free_names(keys, n);
+	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k0", &keys, &n), CN_OK); /* no record: all of it */
+	CHECK_EQ_INT(n, 1);
+	cn_drive_free_names(keys, n);
+	cn_ec_set_free(s);
+	free(p);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -750,6 +792,7 @@ int main(void)
 	RUN(test_heal_noncurrent_version);
 	RUN(test_cached_inline_shard_checked_until_good);
 	RUN(test_orphan_data);
+	RUN(test_data_keys);
 	reset(false);
 	TEST_END();
 }
