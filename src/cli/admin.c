@@ -261,6 +261,20 @@ static int admin_info(admin_opts *o)
 	json_t *heal = json_object_get(root, "heal");
 	printf("healing     %llu queued by reads, %llu healed in the background\n",
 	       (unsigned long long)jget(heal, "queued"), (unsigned long long)jget(heal, "done"));
+	json_t *scan = json_object_get(heal, "scan");
+	const char *started = jstr(scan, "started"), *finished = jstr(scan, "finished");
+	bool running = json_is_true(json_object_get(scan, "running"));
+	if (running || finished) {
+		char by[32];
+		human_bytes(jget(scan, "bytes"), by, sizeof by);
+		printf("heal scan   %s %s: %llu versions scanned, %llu healed, %llu failed, %s written, "
+		       "%llu orphan data removed\n",
+		       running ? "running since" : "last finished", running ? (started ? started : "?") : finished,
+		       (unsigned long long)jget(scan, "scanned"), (unsigned long long)jget(scan, "healed"),
+		       (unsigned long long)jget(scan, "failed"), by, (unsigned long long)jget(scan, "orphans"));
+	} else if (scan) {
+		printf("heal scan   none yet\n");
+	}
 	printf("\n%-4s %-4s %-4s %-8s %10s %10s  %s\n", "POOL", "SET", "SLOT", "STATE", "FREE", "TOTAL",
 	       "ENDPOINT");
 	json_t *drives = json_object_get(root, "drives");

@@ -41,6 +41,11 @@ typedef struct cn_obj_healer {
 	pthread_t qthread, sthread;
 	bool qstarted, sstarted;
 	uint64_t queued, done;
+	/* the scanner's state for cn_obj_get_state (under mu) */
+	bool scanning;
+	uint64_t scans;
+	int64_t scan_started_ms, scan_finished_ms;
+	cn_obj_heal_totals scan;
 } cn_obj_healer;
 
 /* The set holding bucket/key (object.c's routing). */
@@ -343,6 +348,18 @@ static void *queue_thread(void *arg)
 	return NULL;
 }
 
+/* The scan's progress (every ~500 ms) into the healer, where cn_obj_get_state reads it. */
+static bool scan_progress(void *ctx, const cn_obj_heal_totals *t, const char *bucket, const char *key,
+                          bool last)
+{
+	(void)bucket, (void)key, (void)last;
+	cn_obj_healer *h = ctx;
+	pthread_mutex_lock(&h->mu);
+	h->scan = *t;
+	pthread_mutex_unlock(&h->mu);
+	return true;
+}
+
 static void *scan_thread(void *arg)
 {
 	cn_obj_store *s = arg;
@@ -359,10 +376,20 @@ static void *scan_thread(void *arg)
 		if (h->stop)
 			break;
 		h->scan_now = false;
+		h->scanning = true;
+		h->scan_started_ms = cn_now_ms();
+		memset(&h->scan, 0, sizeof h->scan);
 		pthread_mutex_unlock(&h->mu);
 		cn_obj_heal_totals t = { 0 };
-		heal_run run = { .s = s, .throttle = true, .t = &t };
+		heal_run run = { .s = s, .throttle = true, .t = &t, .progress = scan_progress, .ctx = h,
+		                 .last_report = now_ms() };
 		cn_err e = heal_all(&run, NULL, NULL);
+		pthread_mutex_lock(&h->mu);
+		h->scan = t;
+		h->scanning = false;
+		h->scans++;
+		h->scan_finished_ms = cn_now_ms();
+		pthread_mutex_unlock(&h->mu);
 		if (t.healed || t.failed || (e && e != CN_ERR_ABORTED))
 			cn_log(CN_LOG_INFO, NULL, "heal: scan done: %llu versions, %llu healed, %llu failed%s%s",
 			       (unsigned long long)t.scanned, (unsigned long long)t.healed,
@@ -453,6 +480,11 @@ cn_err cn_obj_get_state(cn_obj_store *s, cn_obj_state *out)
 		pthread_mutex_lock(&s->healer->mu);
 		out->heal_queued = s->healer->queued;
 		out->heal_done = s->healer->done;
+		out->scan_running = s->healer->scanning;
+		out->scans = s->healer->scans;
+		out->scan_started_ms = s->healer->scan_started_ms;
+		out->scan_finished_ms = s->healer->scan_finished_ms;
+		out->scan = s->healer->scan;
 		pthread_mutex_unlock(&s->healer->mu);
 	}
 	return CN_OK;

@@ -413,6 +413,13 @@ typedef struct cn_obj_state {
 	cn_obj_drive_state *drives; /* owned (free()) */
 	size_t ndrives;
 	uint64_t heal_queued, heal_done; /* background healing counters */
+	/* the background scanner (every 24 h, and at once after a drive came back or was
+	 * formatted in): the running scan's totals so far, else the last one's */
+	bool scan_running;
+	uint64_t scans;                    /* scans finished since the server started */
+	int64_t scan_started_ms;           /* wall clock; 0: no scan yet */
+	int64_t scan_finished_ms;          /* the last finished scan's end; 0: none yet */
+	cn_obj_heal_totals scan;
 } cn_obj_state;
 cn_err cn_obj_get_state(cn_obj_store *s, cn_obj_state *out);
 

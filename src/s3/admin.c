@@ -115,6 +115,27 @@ static void admin_info(cn_s3_req *r)
 		if (heal) {
 			json_object_set_new(heal, "queued", json_integer(jint(st.heal_queued)));
 			json_object_set_new(heal, "done", json_integer(jint(st.heal_done)));
+			json_t *scan = json_object();
+			if (scan) { /* the background scanner: the running scan so far, else the last */
+				char t[25];
+				json_object_set_new(scan, "running", json_boolean(st.scan_running));
+				json_object_set_new(scan, "scans", json_integer(jint(st.scans)));
+				if (st.scan_started_ms) {
+					cn_time_iso8601(st.scan_started_ms, t);
+					json_object_set_new(scan, "started", json_string(t));
+				}
+				if (st.scan_finished_ms) {
+					cn_time_iso8601(st.scan_finished_ms, t);
+					json_object_set_new(scan, "finished", json_string(t));
+				}
+				json_object_set_new(scan, "scanned", json_integer(jint(st.scan.scanned)));
+				json_object_set_new(scan, "healed", json_integer(jint(st.scan.healed)));
+				json_object_set_new(scan, "failed", json_integer(jint(st.scan.failed)));
+				json_object_set_new(scan, "drivesHealed", json_integer(jint(st.scan.drives_healed)));
+				json_object_set_new(scan, "bytes", json_integer(st.scan.bytes));
+				json_object_set_new(scan, "orphans", json_integer(jint(st.scan.orphans)));
+			}
+			json_object_set_new(heal, "scan", scan);
 		}
 		json_object_set_new(root, "heal", heal);
 		json_object_set_new(root, "drives", drives);

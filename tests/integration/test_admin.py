@@ -78,6 +78,7 @@ def test_info_one_drive(server):
     p = admin(server, "info")
     assert p.returncode == 0, p.stderr
     assert "1 online, 0 offline" in p.stdout
+    assert re.search(r"^heal scan +none yet$", p.stdout, re.M), p.stdout
     assert server.data_dir in p.stdout
     assert re.search(r"^0\s+0\s+0\s+online\s", p.stdout, re.M), p.stdout
 
@@ -88,7 +89,10 @@ def test_info_one_drive(server):
     assert (info["pools"], info["sets"], info["setDriveCount"]) == (1, 1, 1)
     assert info["standardSCParity"] == 0
     assert (info["onlineDrives"], info["offlineDrives"]) == (1, 0)
-    assert set(info["heal"]) == {"queued", "done"}
+    assert set(info["heal"]) == {"queued", "done", "scan"}
+    scan = info["heal"]["scan"]  # no scan yet: the first runs after 24 h or a drive's return
+    assert (scan["running"], scan["scans"], scan["scanned"]) == (False, 0, 0), scan
+    assert "started" not in scan and "finished" not in scan
     [d] = info["drives"]
     assert d["endpoint"] == server.data_dir
     assert (d["pool"], d["set"], d["slot"], d["state"]) == (0, 0, 0, "online")

@@ -11,6 +11,7 @@ The multi-drive tests skip themselves only while the server refuses multi-drive 
 
 import glob
 import hashlib
+import json
 import os
 import random
 import re
@@ -499,6 +500,24 @@ def test_removed_drive_formatted_when_it_reappears(need_multi_drive, drive_serve
     wait_until(lambda: all(record_of(victim, b, k) for k in objs), 60)
     missing = [k for k in objs if not record_of(victim, b, k)]
     assert not missing, missing
+    # `cairn admin info` tells what that scan did
+    env = dict(os.environ, CAIRN_ROOT_USER=ACCESS, CAIRN_ROOT_PASSWORD=SECRET)
+
+    def info(*extra):
+        p = subprocess.run([CAIRN_BIN, "admin", "info", "--host", f"127.0.0.1:{srv.port}", *extra],
+                           capture_output=True, text=True, env=env, timeout=30)
+        assert p.returncode == 0, p.stdout + p.stderr
+        return p.stdout
+
+    assert wait_until(lambda: json.loads(info("--json"))["heal"]["scan"]["scans"] >= 1, 60)
+    scan = json.loads(info("--json"))["heal"]["scan"]
+    assert scan["scans"] == 1 and not scan["running"], scan
+    assert (scan["scanned"], scan["healed"], scan["failed"]) == (len(objs), len(objs), 0), scan
+    assert scan["drivesHealed"] == len(objs) and scan["bytes"] > 0, scan
+    assert scan["started"] <= scan["finished"], scan
+    assert re.search(rf"^heal scan +last finished {re.escape(scan['finished'])}: {len(objs)} versions "
+                     rf"scanned, {len(objs)} healed, 0 failed, .* written, 0 orphan data removed$",
+                     info(), re.M), info()
     # the victim's shards are right: with M other drives gone, every byte still reads
     s3 = restart_without(srv, [x for x in drives if x != victim][:m])
     check_all(s3, b, objs, ranges=False)
