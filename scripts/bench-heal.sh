@@ -3,7 +3,8 @@
 # throttled so foreground traffic keeps most of its throughput"), and how fast it heals.
 #
 # Starts build/cairn (durable) on N fresh drive folders under /tmp (one set, EC default),
-# fills FILL objects of SIZE, then measures with `cairn bench` (concurrency 32, DUR each):
+# fills FILL objects of SIZE, restarts it (after a sync: the fill's writeback must not
+# weigh on the first phase), then measures with `cairn bench` (concurrency 32, DUR each):
 #   base    GET of fresh objects, then PUT, all drives healthy
 #   wipe    the server stopped, drive 1's folder replaced by an empty one (a swapped
 #           disk), the server started: it formats the drive into its slot and starts the
@@ -42,10 +43,18 @@ start() {
 }
 start
 
-# scan FIELD: one field of heal.scan from the admin API
+# scan FIELD...: fields of heal.scan from one admin API answer
 scan() {
 	"$BIN" admin info --json --host 127.0.0.1:$PORT |
-		python3 -c "import json,sys; print(json.load(sys.stdin)['heal']['scan'].get('$1', 0))"
+		python3 -c "import json,sys; s = json.load(sys.stdin)['heal']['scan']; print(*(s.get(f, 0) for f in sys.argv[1:]))" "$@"
+}
+# restart: the server stopped, the page cache's dirty data written out, started again
+restart() {
+	kill "$PID"
+	wait "$PID" 2>/dev/null || true
+	sync
+	"${@:-true}"
+	start
 }
 # run MODE PREFIX: obj/s of one measured `cairn bench` phase
 run() {
@@ -60,25 +69,25 @@ now() { date +%s.%N; }
 echo "== $DRIVES drives, $FILL objects of $SIZE, cairn pid $PID ($BIN)"
 "$BIN" bench get --obj.size "$SIZE" --objects "$FILL" --concurrent 32 --duration 1s --noclear \
 	--prefix fill/ --quiet >/dev/null 2>&1
+restart
 base_get=$(run get g1/)
 base_put=$(run put p1/)
 echo "base: GET $base_get obj/s, PUT $base_put obj/s"
 
 # swapped while the server is down (removing a big folder under a running server takes
 # seconds, and the drive monitor would format it half-removed)
-kill "$PID"
-wait "$PID" 2>/dev/null || true
-rm -rf "$DATA/d1"
-mkdir "$DATA/d1"
-start
+swap() { rm -rf "$DATA/d1" && mkdir "$DATA/d1"; }
+restart swap
 for _ in $(seq 300); do [ "$(scan running)" = True ] && break; sleep 0.1; done
 [ "$(scan running)" = True ] || { echo "bench-heal.sh: no heal scan started after the wipe"; tail -5 "$DATA.log"; exit 1; }
 h0=$(scan healed) t0=$(now)
 heal_get=$(run get g2/)
 heal_put=$(run put p2/)
-h1=$(scan healed) t1=$(now) r1=$(scan running)
+read -r h1 r1 < <(scan healed running)
+t1=$(now)
 sleep "$IDLE"
-h2=$(scan healed) t2=$(now) r2=$(scan running)
+read -r h2 r2 < <(scan healed running)
+t2=$(now)
 python3 - "$base_get" "$base_put" "$heal_get" "$heal_put" "$h0" "$h1" "$h2" "$t0" "$t1" "$t2" "$r1" "$r2" <<'EOF'
 import sys
 bg, bp, hg, hp, h0, h1, h2 = (float(x) for x in sys.argv[1:8])
@@ -90,4 +99,5 @@ print(f"healed: {h1 - h0:.0f} versions in {t1 - t0:.1f} s under load ({(h1 - h0)
 if r1 != "True" or r2 != "True":
     print("note: the scan ended before the end of a phase; raise FILL for a steady figure")
 EOF
-echo "scan so far: $(scan scanned) scanned, $(scan healed) healed, $(scan failed) failed"
+read -r sc he fa < <(scan scanned healed failed)
+echo "scan so far: $sc versions scanned, $he healed, $fa failed"

@@ -728,6 +728,7 @@ static void check_drives(cn_obj_store *s)
 					re = cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b);
 				}
 				fmt f;
+				bool formatted = false;
 				if (re == CN_ERR_NOT_FOUND) {
 					cn_err we = format_write(s, set, p, k, d);
 					if (!we && s->cfg.durable)
@@ -745,13 +746,16 @@ static void check_drives(cn_obj_store *s)
 						is_new[at] = true;
 						nnew++;
 						s->mon_warned[at] = false;
+						formatted = true;
 					}
 				} else if (re == CN_OK && (s->mon_offline[at] || di.outages != s->mon_outages[at])) {
 					/* back from offline, or away and back between two checks (an outage
 					 * counted meanwhile): it may lack buckets made meanwhile (E9) */
 					nback++;
 				}
-				s->mon_offline[at] = re != CN_OK;
+				/* formatted now: in service (a later check must not take it for a return
+				 * and heal it again) */
+				s->mon_offline[at] = re != CN_OK && !formatted;
 				s->mon_outages[at] = di.outages;
 				if (re == CN_OK && !s->mon_warned[at] &&
 				           format_check(s, set, p, k, d, &b, false, &f)) {

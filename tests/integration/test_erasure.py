@@ -510,6 +510,7 @@ def test_removed_drive_formatted_when_it_reappears(need_multi_drive, drive_serve
         return p.stdout
 
     assert wait_until(lambda: json.loads(info("--json"))["heal"]["scan"]["scans"] >= 1, 60)
+    time.sleep(6)  # another drive check: a formatted drive is in service, not healed again
     scan = json.loads(info("--json"))["heal"]["scan"]
     assert scan["scans"] == 1 and not scan["running"], scan
     assert (scan["scanned"], scan["healed"], scan["failed"]) == (len(objs), len(objs), 0), scan
