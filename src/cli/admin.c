@@ -268,10 +268,11 @@ static int admin_info(admin_opts *o)
 		char by[32];
 		human_bytes(jget(scan, "bytes"), by, sizeof by);
 		printf("heal scan   %s %s: %llu versions scanned, %llu healed, %llu failed, %s written, "
-		       "%llu orphan data removed\n",
+		       "%llu orphan data and %llu dangling versions removed\n",
 		       running ? "running since" : "last finished", running ? (started ? started : "?") : finished,
 		       (unsigned long long)jget(scan, "scanned"), (unsigned long long)jget(scan, "healed"),
-		       (unsigned long long)jget(scan, "failed"), by, (unsigned long long)jget(scan, "orphans"));
+		       (unsigned long long)jget(scan, "failed"), by, (unsigned long long)jget(scan, "orphans"),
+		       (unsigned long long)jget(scan, "dangling"));
 	} else if (scan) {
 		printf("heal scan   none yet\n");
 	}
@@ -302,7 +303,7 @@ typedef struct heal_view {
 	bool tty, dry_run;
 	bool shown;          /* a "\r" progress line is on the screen */
 	int64_t start_ms;
-	uint64_t scanned, healed, failed, drives, orphans;
+	uint64_t scanned, healed, failed, drives, orphans, dangling;
 	uint64_t bytes;
 	bool done;
 	char error[256];
@@ -331,6 +332,7 @@ static bool heal_line(stream *s, const char *line, size_t len)
 	v->drives = jget(o, "drivesHealed");
 	v->bytes = jget(o, "bytes");
 	v->orphans = jget(o, "orphans");
+	v->dangling = jget(o, "dangling");
 	if (json_is_true(json_object_get(o, "done"))) {
 		v->done = true;
 		const char *err = jstr(o, "error");
@@ -353,6 +355,10 @@ static bool heal_line(stream *s, const char *line, size_t len)
 	if (v->orphans && n > 0 && (size_t)n < sizeof text)
 		n += snprintf(text + n, sizeof text - (size_t)n, ", %llu orphan data folder%s %s",
 		              (unsigned long long)v->orphans, v->orphans == 1 ? "" : "s",
+		              v->dry_run ? "found" : "removed");
+	if (v->dangling && n > 0 && (size_t)n < sizeof text)
+		n += snprintf(text + n, sizeof text - (size_t)n, ", %llu dangling version%s %s",
+		              (unsigned long long)v->dangling, v->dangling == 1 ? "" : "s",
 		              v->dry_run ? "found" : "removed");
 	if (obj && n > 0 && (size_t)n < sizeof text)
 		snprintf(text + n, sizeof text - (size_t)n, " — %s", obj);
@@ -423,6 +429,8 @@ static int admin_heal(admin_opts *o)
 	printf("  bytes rewritten         %s\n", b);
 	printf("  orphan data %-11s %llu\n", o->dry_run ? "found" : "removed",
 	       (unsigned long long)v.orphans);
+	printf("  dangling versions %-5s %llu\n", o->dry_run ? "found" : "removed",
+	       (unsigned long long)v.dangling);
 	printf("  elapsed                 %s\n", t);
 	if (v.error[0])
 		fprintf(stderr, "cairn admin heal: the server stopped the heal: %s\n", v.error);

@@ -229,6 +229,8 @@ cn_err cn_ec_version_read(cn_ec_set *s, const char *vol, const char *key, const 
  * none; an id may name a partial write: read each with quorum). Free with
  * cn_drive_free_names. */
 cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n);
+/* The same from every drive of the set (heal: a version left on one drive, E10). */
+cn_err cn_ec_version_list_all(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n);
 /* The key's data folders that no record of the key (current or noncurrent, at quorum or
  * not) references on any drive of the set: what a crash between an overwrite and the
  * removal of the replaced data leaves (FORMAT.md §2). Read from the drives (never the
@@ -237,6 +239,17 @@ cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char *
  * The caller holds the key's lock (a commit renames its data folder in before its record)
  * and removes them as C6 says (a reader may still hold one). Free: cn_drive_free_names. */
 cn_err cn_ec_orphan_data(cn_ec_set *s, const char *vol, const char *key, char ***ids, size_t *n);
+/* E10. A version no read can ever return: the drives that hold its record, with those that
+ * cannot answer (offline, unreadable, corrupt, no bucket), are fewer than its read quorum,
+ * and no other version of the key has quorum either: a delete or overwrite that ran while
+ * those drives were away, or a write that failed below quorum. Its records are removed
+ * from the drives that hold them (their data folders then belong to no version:
+ * cn_ec_orphan_data). vid NULL: the current record. Read from the drives (never the
+ * record cache); the caller holds the key's lock. *purged: records removed (dry_run: that
+ * would be); CN_OK also when nothing is dangling. Not synced (a purge lost in a crash is
+ * found again). */
+cn_err cn_ec_purge_dangling(cn_ec_set *s, const char *vol, const char *key, const char *vid,
+                            bool dry_run, size_t *purged);
 /* The keys of vol starting with prefix for which some drive of the set holds data
  * folders but no current record (drive op data_keys): the candidates for
  * cn_ec_orphan_data that no listing shows, as a delete that crashed after its commit
@@ -298,5 +311,10 @@ typedef cn_err (*cn_ec_walk_fn)(void *ctx, const char *key, size_t keylen, bool 
                                 const cn_ec_meta *m);
 cn_err cn_ec_walk(cn_ec_set *s, const char *vol, const char *prefix, const char *after,
                   bool slash_delim, cn_ec_walk_fn fn, void *ctx);
+/* Listing for heal (E10): as cn_ec_walk without a delimiter, over every drive of the set
+ * instead of M+1, and also reporting (m NULL) the keys seen on too few drives that no
+ * quorum read returns: candidates for cn_ec_purge_dangling. */
+cn_err cn_ec_walk_all(cn_ec_set *s, const char *vol, const char *prefix, const char *after,
+                      cn_ec_walk_fn fn, void *ctx);
 
 #endif

@@ -1869,12 +1869,12 @@ static int name_cmp(const void *a, const void *b)
  *     the union shows may be a partial write or a leftover on a few drives: callers read
  *     each with quorum. Sorted, without duplicates; missing (CN_ERR_NOT_FOUND) only when
  *     every drive asked says so. */
-static cn_err union_names(cn_ec_set *s, bool uploads, const char *vol, const char *name,
+static cn_err union_names(cn_ec_set *s, bool uploads, bool every, const char *vol, const char *name,
                           char ***out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	size_t want = coded(s) ? (size_t)s->m + 1 : 1, asked = 0, missing = 0, total = 0;
+	size_t want = !coded(s) ? 1 : every ? s->n : (size_t)s->m + 1, asked = 0, missing = 0, total = 0;
 	char **all = NULL;
 	cn_err e = CN_OK, last = CN_ERR_QUORUM;
 	for (size_t d = 0; d < s->n && asked < want && !e; d++) {
@@ -2021,6 +2021,68 @@ cn_err cn_ec_orphan_data(cn_ec_set *s, const char *vol, const char *key, char **
 	return e == CN_ERR_NOMEM ? e : CN_OK;
 }
 
+/* E10. A version no read can ever return (erasure.h, cn_ec_purge_dangling): every drive's
+ *      record is read; each version present counts the drives holding it plus those that
+ *      cannot answer (anything but the record or "no such key" from an online drive). When
+ *      no version reaches its read quorum that way, the records are removed where they
+ *      are. A drive that might hold a readable version keeps everything. */
+cn_err cn_ec_purge_dangling(cn_ec_set *s, const char *vol, const char *key, const char *vid,
+                            bool dry_run, size_t *purged)
+{
+	*purged = 0;
+	if (!coded(s))
+		return CN_OK; /* one drive: what it holds is what reads return */
+	cn_ec_meta ms[CN_EC_MAX_DRIVES];
+	cn_err errs[CN_EC_MAX_DRIVES];
+	uint64_t ids[CN_EC_MAX_DRIVES];
+	size_t unknown = 0, have = 0;
+	for (size_t d = 0; d < s->n; d++) {
+		cn_ec_meta_init(&ms[d]);
+		errs[d] = read_one(s, d, vid ? REC_VERSION : REC_CURRENT, vol, key, vid, true, false, &ms[d]);
+		if (errs[d] == CN_ERR_NOMEM) {
+			for (size_t j = 0; j <= d; j++)
+				cn_ec_meta_fini(&ms[j]);
+			return CN_ERR_NOMEM;
+		}
+		if (!errs[d]) {
+			ids[d] = rec_identity(&ms[d]);
+			have++;
+		} else if (errs[d] != CN_ERR_NO_KEY) {
+			unknown++; /* offline, unreadable, corrupt, no bucket: it may hold anything */
+		}
+	}
+	bool dangling = have > 0;
+	for (size_t d = 0; d < s->n && dangling; d++) {
+		if (errs[d])
+			continue;
+		size_t c = 0;
+		for (size_t j = 0; j < s->n; j++)
+			c += !errs[j] && ids[j] == ids[d];
+		if (c + unknown >= rec_quorum(s, &ms[d]) || c + unknown >= read_quorum(s))
+			dangling = false; /* readable now, or maybe once the others answer */
+	}
+	cn_err e = CN_OK;
+	for (size_t d = 0; d < s->n; d++) {
+		if (dangling && !errs[d]) {
+			cn_err de = dry_run ? CN_OK
+			            : vid ? D(s, d)->ops->version_delete(D(s, d), vol, key, vid)
+			                  : D(s, d)->ops->delete_meta(D(s, d), vol, key);
+			if (!de || de == CN_ERR_NO_KEY)
+				(*purged)++;
+			else if (!e)
+				e = de;
+			cn_log(CN_LOG_INFO, NULL, "erasure: %s/%s%s%s on drive %s is no readable version's "
+			       "(%zu of %zu drives hold it)%s%s", vol, key, vid ? " version " : "", vid ? vid : "",
+			       D(s, d)->endpoint, have, s->n, dry_run ? ": found (dry run)" : de ? ": " : ": removed",
+			       de && !dry_run ? cn_err_str(de) : "");
+		}
+		cn_ec_meta_fini(&ms[d]);
+	}
+	if (dangling && !dry_run && !vid)
+		cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* R1 */
+	return e;
+}
+
 typedef struct dkeys_acc {
 	char **v;
 	size_t n, cap, max;
@@ -2069,7 +2131,12 @@ cn_err cn_ec_data_keys(cn_ec_set *s, const char *vol, const char *prefix, size_t
 
 cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n)
 {
-	return union_names(s, false, vol, key, vids, n); /* E8 */
+	return union_names(s, false, false, vol, key, vids, n); /* E8 */
+}
+
+cn_err cn_ec_version_list_all(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n)
+{
+	return union_names(s, false, true, vol, key, vids, n); /* E8, E10 */
 }
 
 cn_err cn_ec_version_delete(cn_ec_set *s, const char *vol, const char *key, const char *vid)
@@ -2185,7 +2252,7 @@ cn_err cn_ec_upload_get_meta(cn_ec_set *s, const char *vol, const char *upload_i
 cn_err cn_ec_upload_list(cn_ec_set *s, const char *vol, const char *upload_id, char ***names,
                          size_t *n)
 {
-	return union_names(s, true, vol, upload_id, names, n); /* E8 */
+	return union_names(s, true, false, vol, upload_id, names, n); /* E8 */
 }
 
 cn_err cn_ec_upload_take(cn_ec_writer *w, const char *vol, const char *upload_id, const char *dst,
@@ -2379,8 +2446,8 @@ static cn_err found_cb(void *ctx, const char *key, size_t keylen, bool is_prefix
 
 /* batch: entries per drive per round (WALK_BATCH; a prefix check asks few). */
 static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const char *vol,
-                          const char *prefix, const char *after, bool slash_delim, size_t batch,
-                          cn_ec_walk_fn fn, void *ctx)
+                          const char *prefix, const char *after, bool slash_delim, bool dangling,
+                          size_t batch, cn_ec_walk_fn fn, void *ctx)
 {
 	wbatch b[CN_EC_MAX_DRIVES];
 	memset(b, 0, sizeof b);
@@ -2467,7 +2534,7 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 				/* a folder with objects on too few walked drives (a put that died under
 				 * a new prefix): a common prefix only if a key below it is listed */
 				bool found = false;
-				cn_err pe = merged_walk(s, drives, nd, vol, w->key, NULL, false, PREFIX_BATCH,
+				cn_err pe = merged_walk(s, drives, nd, vol, w->key, NULL, false, false, PREFIX_BATCH,
 				                        found_cb, &found);
 				if (pe && pe != WALK_STOP)
 					e = pe;
@@ -2482,6 +2549,8 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 				e = fn(ctx, w->key, w->keylen, false, &qm);
 			else if (qe == CN_ERR_NOMEM)
 				e = qe;
+			else if (dangling) /* E10: no read returns it; heal looks closer */
+				e = fn(ctx, w->key, w->keylen, false, NULL);
 			cn_ec_meta_fini(&qm);
 		}
 		if (e || !bound)
@@ -2518,5 +2587,19 @@ cn_err cn_ec_walk(cn_ec_set *s, const char *vol, const char *prefix, const char 
 	}
 	if (nd == 1)
 		return D(s, drives[0])->ops->walk(D(s, drives[0]), vol, prefix, after, slash_delim, walk_cb, &w);
-	return merged_walk(s, drives, nd, vol, prefix, after, slash_delim, WALK_BATCH, fn, ctx);
+	return merged_walk(s, drives, nd, vol, prefix, after, slash_delim, false, WALK_BATCH, fn, ctx);
+}
+
+cn_err cn_ec_walk_all(cn_ec_set *s, const char *vol, const char *prefix, const char *after,
+                      cn_ec_walk_fn fn, void *ctx)
+{
+	size_t drives[CN_EC_MAX_DRIVES], nd = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (D(s, i) && i >= s->read_skip && D(s, i)->ops->stat_vol(D(s, i), vol, NULL) == CN_OK)
+			drives[nd++] = i;
+	if (nd == 0) {
+		cn_err e = cn_ec_stat_vol(s, vol, NULL);
+		return e ? e : CN_ERR_QUORUM;
+	}
+	return merged_walk(s, drives, nd, vol, prefix, after, false, coded(s), WALK_BATCH, fn, ctx);
 }

@@ -13,7 +13,10 @@
  *  H5. A data folder is removed as unreferenced only under its key's lock, from a view of
  *      every drive's records (cn_ec_orphan_data), through C6 (cn_obj__drop_data).
  *  H6. Keys whose data folders outlived every record (no listing shows them) are found by
- *      the drives (cn_ec_data_keys) and go through H5 in the set that holds them. */
+ *      the drives (cn_ec_data_keys) and go through H5 in the set that holds them.
+ *  H7. Heal walks every drive (cn_ec_walk_all), so it also meets keys on too few drives to
+ *      be read; a version no read can return is removed where it lies (E10), under its
+ *      key's lock, before the key is healed. */
 #include "object/object_int.h"
 
 #include <errno.h>
@@ -56,16 +59,28 @@ static cn_ec_set *set_of(cn_obj_store *s, const char *bucket, const char *key)
 
 /* --- one version (H1) --------------------------------------------------------------------- */
 
-static void heal_version(cn_obj_store *s, const char *bucket, const char *key, const char *vid,
-                         bool dry_run, cn_obj_heal_totals *t)
+/* The namespace read lock (C5) and the key's lock (C2), as commits take them. */
+static pthread_mutex_t *lock_key(cn_obj_store *s, const char *bucket, const char *key)
 {
-	cn_ec_heal_result res;
 	pthread_rwlock_rdlock(&s->ns_lock);
 	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
 	pthread_mutex_lock(kl);
-	cn_err e = cn_ec_heal(set_of(s, bucket, key), bucket, key, vid, dry_run, &res);
+	return kl;
+}
+
+static void unlock_key(cn_obj_store *s, pthread_mutex_t *kl)
+{
 	pthread_mutex_unlock(kl);
 	pthread_rwlock_unlock(&s->ns_lock);
+}
+
+static void heal_version(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                         const char *vid, bool dry_run, cn_obj_heal_totals *t)
+{
+	cn_ec_heal_result res;
+	pthread_mutex_t *kl = lock_key(s, bucket, key);
+	cn_err e = cn_ec_heal(set, bucket, key, vid, dry_run, &res);
+	unlock_key(s, kl);
 	if (e == CN_ERR_NO_KEY || e == CN_ERR_NO_BUCKET || e == CN_ERR_NO_VERSION)
 		return; /* deleted meanwhile */
 	t->scanned++;
@@ -97,14 +112,11 @@ static void remove_orphans(cn_obj_store *s, cn_ec_set *set, const char *bucket, 
 {
 	char **ids = NULL;
 	size_t n = 0;
-	pthread_rwlock_rdlock(&s->ns_lock);
-	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
-	pthread_mutex_lock(kl);
+	pthread_mutex_t *kl = lock_key(s, bucket, key);
 	if (cn_ec_orphan_data(set, bucket, key, &ids, &n) == CN_OK && !dry_run)
 		for (size_t i = 0; i < n; i++)
 			cn_obj__drop_data(s, set, bucket, key, ids[i]);
-	pthread_mutex_unlock(kl);
-	pthread_rwlock_unlock(&s->ns_lock);
+	unlock_key(s, kl);
 	for (size_t i = 0; i < n; i++)
 		cn_log(CN_LOG_INFO, NULL, "heal: %s/%s: data folder %s is no version's: %s", bucket, key,
 		       ids[i], dry_run ? "found (dry run)" : "removed");
@@ -112,17 +124,37 @@ static void remove_orphans(cn_obj_store *s, cn_ec_set *set, const char *bucket, 
 	cn_drive_free_names(ids, n);
 }
 
-/* The current version and every noncurrent one, then data no version references. */
-static void heal_key(cn_obj_store *s, const char *bucket, const char *key, bool dry_run,
-                     cn_obj_heal_totals *t)
+/* H7: a version no read can return (E10 in set.c: deleted or replaced while the drives
+ * holding it were away, or a write that failed below quorum) is removed from the drives
+ * that hold it, under its key's lock. */
+static void purge_dangling(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                           const char *vid, bool dry_run, cn_obj_heal_totals *t)
 {
-	cn_ec_set *set = set_of(s, bucket, key);
-	heal_version(s, bucket, key, NULL, dry_run, t);
+	size_t purged = 0;
+	pthread_mutex_t *kl = lock_key(s, bucket, key);
+	cn_err e = cn_ec_purge_dangling(set, bucket, key, vid, dry_run, &purged);
+	unlock_key(s, kl);
+	if (e)
+		cn_log(CN_LOG_WARN, NULL, "heal: %s/%s%s%s: removing a version no read returns: %s", bucket,
+		       key, vid ? " version " : "", vid ? vid : "", cn_err_str(e));
+	if (purged)
+		t->dangling++;
+}
+
+/* The current version and every noncurrent one (each first purged if no read can return
+ * it), then data no version references, in the set that listed the key. */
+static void heal_key(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                     bool dry_run, cn_obj_heal_totals *t)
+{
+	purge_dangling(s, set, bucket, key, NULL, dry_run, t);
+	heal_version(s, set, bucket, key, NULL, dry_run, t);
 	char **vids;
 	size_t n;
-	if (cn_ec_version_list(set, bucket, key, &vids, &n) == CN_OK) {
-		for (size_t i = 0; i < n; i++)
-			heal_version(s, bucket, key, vids[i], dry_run, t);
+	if (cn_ec_version_list_all(set, bucket, key, &vids, &n) == CN_OK) {
+		for (size_t i = 0; i < n; i++) {
+			purge_dangling(s, set, bucket, key, vids[i], dry_run, t);
+			heal_version(s, set, bucket, key, vids[i], dry_run, t);
+		}
 		cn_drive_free_names(vids, n);
 	}
 	remove_orphans(s, set, bucket, key, dry_run, t);
@@ -208,14 +240,14 @@ static cn_err heal_bucket(heal_run *h, cn_ec_set *set, const char *bucket, const
 	cn_err e = CN_OK;
 	for (;;) {
 		b.n = 0;
-		e = cn_ec_walk(set, bucket, prefix ? prefix : "", after, false, batch_cb, &b);
+		e = cn_ec_walk_all(set, bucket, prefix ? prefix : "", after, batch_cb, &b);
 		if (e == CN_ERR__COUNT)
 			e = CN_OK;
 		if (e)
 			break;
 		for (size_t i = 0; i < b.n && !h->stopped; i++) {
 			int64_t t0 = now_ms();
-			heal_key(h->s, bucket, b.keys[i], h->dry_run, h->t);
+			heal_key(h->s, set, bucket, b.keys[i], h->dry_run, h->t);
 			paced(h, bucket, b.keys[i], t0);
 		}
 		bool more = b.n == BATCH && !h->stopped;
@@ -337,7 +369,7 @@ static void *queue_thread(void *arg)
 		h->count--;
 		pthread_mutex_unlock(&h->mu);
 		cn_obj_heal_totals t = { 0 };
-		heal_version(s, it.bucket, it.key, it.vid, false, &t);
+		heal_version(s, set_of(s, it.bucket, it.key), it.bucket, it.key, it.vid, false, &t);
 		free(it.bucket);
 		free(it.key);
 		free(it.vid);

@@ -169,6 +169,15 @@ def log_has(srv, text):
     return lambda: text in open(srv.log_path).read()
 
 
+def admin_cli(srv, cmd, *args):
+    """stdout of `cairn admin CMD --host <srv> ARGS...`, which must succeed."""
+    env = dict(os.environ, CAIRN_ROOT_USER=ACCESS, CAIRN_ROOT_PASSWORD=SECRET)
+    p = subprocess.run([CAIRN_BIN, "admin", cmd, "--host", f"127.0.0.1:{srv.port}", *args],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
 def run_server(args, env_extra, timeout=20):
     env = dict(os.environ)
     for k in list(env):
@@ -455,10 +464,7 @@ def test_buckets_made_or_removed_while_a_drive_was_away(need_multi_drive, drive_
     objs["z"] = os.urandom(200000)
     s3.put_object(Bucket=late, Key="z", Body=objs["z"])
     assert record_of(drives[0], late, "z")
-    env = dict(os.environ, CAIRN_ROOT_USER=ACCESS, CAIRN_ROOT_PASSWORD=SECRET)
-    p = subprocess.run([CAIRN_BIN, "admin", "heal", "--host", f"127.0.0.1:{srv.port}"],
-                       capture_output=True, text=True, env=env, timeout=60)
-    assert p.returncode == 0, p.stderr
+    admin_cli(srv, "heal")
     assert all(record_of(drives[0], late, k) for k in objs)
     s3 = restart_without(srv, drives[1:1 + m])
     for k, v in objs.items():
@@ -501,13 +507,8 @@ def test_removed_drive_formatted_when_it_reappears(need_multi_drive, drive_serve
     missing = [k for k in objs if not record_of(victim, b, k)]
     assert not missing, missing
     # `cairn admin info` tells what that scan did
-    env = dict(os.environ, CAIRN_ROOT_USER=ACCESS, CAIRN_ROOT_PASSWORD=SECRET)
-
     def info(*extra):
-        p = subprocess.run([CAIRN_BIN, "admin", "info", "--host", f"127.0.0.1:{srv.port}", *extra],
-                           capture_output=True, text=True, env=env, timeout=30)
-        assert p.returncode == 0, p.stdout + p.stderr
-        return p.stdout
+        return admin_cli(srv, "info", *extra)
 
     assert wait_until(lambda: json.loads(info("--json"))["heal"]["scan"]["scans"] >= 1, 60)
     time.sleep(6)  # another drive check: a formatted drive is in service, not healed again
@@ -517,7 +518,8 @@ def test_removed_drive_formatted_when_it_reappears(need_multi_drive, drive_serve
     assert scan["drivesHealed"] == len(objs) and scan["bytes"] > 0, scan
     assert scan["started"] <= scan["finished"], scan
     assert re.search(rf"^heal scan +last finished {re.escape(scan['finished'])}: {len(objs)} versions "
-                     rf"scanned, {len(objs)} healed, 0 failed, .* written, 0 orphan data removed$",
+                     rf"scanned, {len(objs)} healed, 0 failed, .* written, 0 orphan data and 0 dangling "
+                     r"versions removed$",
                      info(), re.M), info()
     # the victim's shards are right: with M other drives gone, every byte still reads
     s3 = restart_without(srv, [x for x in drives if x != victim][:m])
@@ -568,13 +570,8 @@ def test_heal_removes_data_no_version_references(need_multi_drive, drive_server,
     for d in drives:
         shutil.copytree(real[d][0], os.path.join(d, b, "k", orphan))
 
-    env = dict(os.environ, CAIRN_ROOT_USER=ACCESS, CAIRN_ROOT_PASSWORD=SECRET)
-
     def heal(*extra):
-        p = subprocess.run([CAIRN_BIN, "admin", "heal", *extra, "--host", f"127.0.0.1:{srv.port}", b],
-                           capture_output=True, text=True, env=env, timeout=60)
-        assert p.returncode == 0, p.stdout + p.stderr
-        return p.stdout
+        return admin_cli(srv, "heal", *extra, b)
 
     out = heal("--dry-run")
     assert re.search(r"orphan data found\s+1\b", out), out
@@ -587,6 +584,66 @@ def test_heal_removes_data_no_version_references(need_multi_drive, drive_server,
     assert s3.get_object(Bucket=b, Key="k", VersionId=vid1)["Body"].read() == v1
     out = heal()
     assert re.search(r"orphan data removed\s+0\b", out), out
+
+
+def test_heal_removes_versions_deleted_while_their_drive_was_away(need_multi_drive, drive_server, root):
+    """A drive away while objects and a noncurrent version were deleted comes back holding
+    them: no read returns them (one drive of 4, read quorum 2), and heal removes those
+    records and their data (E10/H7) on a dry run only counting them; what was kept reads
+    back byte-exact, from any two drives."""
+    n, m = 4, 2
+    srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
+    s3 = make_client(srv)
+    b, bv = unique_bucket("dang"), unique_bucket("dangv")
+    s3.create_bucket(Bucket=b)
+    s3.create_bucket(Bucket=bv)
+    s3.put_bucket_versioning(Bucket=bv, VersioningConfiguration={"Status": "Enabled"})
+    bodies = {k: os.urandom(300000) for k in ("gone", "dir/gone2", "kept")}
+    bodies["small"] = b"tiny"
+    for k, v in bodies.items():
+        s3.put_object(Bucket=b, Key=k, Body=v)
+    v1, v2 = os.urandom(250000), os.urandom(200000)
+    vid1 = s3.put_object(Bucket=bv, Key="k", Body=v1)["VersionId"]
+    s3.put_object(Bucket=bv, Key="k", Body=v2)
+    srv.stop()
+    drives = drive_dirs(root, n)
+    away = os.path.join(root, "away")
+    os.rename(drives[3], away)
+    srv.start()  # an empty d4 in its place
+    s3 = make_client(srv)
+    for k in ("gone", "dir/gone2", "small"):
+        s3.delete_object(Bucket=b, Key=k)
+    s3.delete_object(Bucket=bv, Key="k", VersionId=vid1)
+    srv.stop()
+    shutil.rmtree(drives[3])
+    os.rename(away, drives[3])  # back, with what was deleted meanwhile
+    srv.start()
+    s3 = make_client(srv)
+    old = drives[3]
+    stale = [record_of(old, b, k)[0] for k in ("gone", "dir/gone2", "small")]
+    stale.append(os.path.join(old, bv, "k", "%v." + vid1))
+    assert all(os.path.exists(p) for p in stale)
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]] == ["kept"]
+    assert len(s3.list_object_versions(Bucket=bv)["Versions"]) == 1
+
+    def heal(*args):
+        return admin_cli(srv, "heal", *args)
+
+    out = heal("--dry-run")
+    assert re.search(r"dangling versions found\s+4\b", out), out
+    assert all(os.path.exists(p) for p in stale)
+    out = heal()
+    assert re.search(r"dangling versions removed\s+4\b", out), out
+    assert re.search(r"orphan data removed\s+3\b", out), out  # gone, dir/gone2, k's v1
+    assert not any(os.path.exists(p) for p in stale)
+    assert not files_of(old, b, "gone", "%d.*") and not files_of(old, b, "dir/gone2", "%d.*")
+    assert len(files_of(old, bv, "k", "%d.*")) == 1
+    out = heal()
+    assert re.search(r"dangling versions removed\s+0\b", out), out
+    s3 = restart_without(srv, drives[:m])  # only d3 and the returned d4
+    assert s3.get_object(Bucket=b, Key="kept")["Body"].read() == bodies["kept"]
+    assert s3.get_object(Bucket=bv, Key="k")["Body"].read() == v2
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]] == ["kept"]
 
 
 def test_heal_removes_data_of_keys_without_records(need_multi_drive, drive_server, root):
@@ -613,13 +670,8 @@ def test_heal_removes_data_of_keys_without_records(need_multi_drive, drive_serve
         os.unlink(record_of(d, b, "k3")[0])
     assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]) == ["k3", "s"]
 
-    env = dict(os.environ, CAIRN_ROOT_USER=ACCESS, CAIRN_ROOT_PASSWORD=SECRET)
-
     def heal(*args):
-        p = subprocess.run([CAIRN_BIN, "admin", "heal", "--host", f"127.0.0.1:{srv.port}", *args],
-                           capture_output=True, text=True, env=env, timeout=60)
-        assert p.returncode == 0, p.stdout + p.stderr
-        return p.stdout
+        return admin_cli(srv, "heal", *args)
 
     out = heal("--dry-run", b)
     assert re.search(r"orphan data found\s+2\b", out), out

@@ -662,6 +662,29 @@ static char *current_data_id(cn_ec_set *s, const char *key, char *out, size_t ca
 /* The data folders no record references are found (an overwrite's replaced data, which
  * the object layer removes after the commit, or a crash forgot); a kept version's are
  * not; a drive that cannot answer, or a record on one drive only, keeps them. */
+/* The 4-drive set s closed and opened again with drive 3 offline (its folder moved
+ * away after opening: the drive answers "offline"), or with it back. */
+static cn_ec_set *reopen_with_d3_away(cn_ec_set *s)
+{
+	char cmd[600];
+	cn_ec_set_free(s);
+	snprintf(cmd, sizeof cmd, "mv %s/d3 %s/d3.away", base, base);
+	CN_ASSERT(system(cmd) == 0);
+	s = open_set(4, 2);
+	snprintf(cmd, sizeof cmd, "rm -rf %s/d3", base);
+	CN_ASSERT(system(cmd) == 0);
+	return s;
+}
+
+static cn_ec_set *reopen_with_d3_back(cn_ec_set *s)
+{
+	char cmd[600];
+	cn_ec_set_free(s);
+	snprintf(cmd, sizeof cmd, "rm -rf %s/d3 && mv %s/d3.away %s/d3", base, base, base);
+	CN_ASSERT(system(cmd) == 0);
+	return open_set(4, 2);
+}
+
 TEST(test_orphan_data)
 {
 	unsigned char *p = pattern(300000, 4);
@@ -698,19 +721,11 @@ TEST(test_orphan_data)
 	if (n == 1)
 		CHECK_EQ_STR(ids[0], b);
 	cn_drive_free_names(ids, n);
-	cn_ec_set_free(s);
 	/* with a drive offline (its folder gone) nothing is called unreferenced */
-	snprintf(cmd, sizeof cmd, "mv %s/d3 %s/d3.away", base, base);
-	CHECK(system(cmd) == 0);
-	s = open_set(4, 2);
-	snprintf(cmd, sizeof cmd, "rm -rf %s/d3", base);
-	CHECK(system(cmd) == 0);
+	s = reopen_with_d3_away(s);
 	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK);
 	CHECK_EQ_INT(n, 0);
-	cn_ec_set_free(s);
-	snprintf(cmd, sizeof cmd, "rm -rf %s/d3 && mv %s/d3.away %s/d3", base, base, base);
-	CHECK(system(cmd) == 0);
-	s = open_set(4, 2);
+	s = reopen_with_d3_back(s);
 	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK);
 	CHECK_EQ_INT(n, 1);
 	cn_drive_free_names(ids, n);
@@ -776,6 +791,88 @@ TEST(test_data_keys)
 	free(p);
 }
 
+static bool rec_on(int d, const char *rel)
+{
+	char path[512];
+	struct stat st;
+	snprintf(path, sizeof path, "%s/d%d/bkt/%s", base, d, rel);
+	return stat(path, &st) == 0;
+}
+
+/* E10: a version held by fewer drives than its read quorum, counting those that cannot
+ * answer, is removed where it lies; one that some drive away might complete is kept. */
+TEST(test_purge_dangling)
+{
+	unsigned char *p = pattern(300000, 6);
+	reset(true);
+	cn_ec_set *s = open_set(4, 2);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	size_t purged = 9;
+	CHECK_EQ_INT(cn_ec_purge_dangling(s, "bkt", "none", NULL, false, &purged), CN_OK);
+	CHECK_EQ_INT(purged, 0);
+	const char *keys[] = { "a", "b", "c", "d" };
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ_INT(put(s, keys[i], p, i == 3 ? 1000 : 300000, i == 3), CN_OK);
+	CHECK_EQ_INT(cn_ec_purge_dangling(s, "bkt", "a", NULL, false, &purged), CN_OK);
+	CHECK_EQ_INT(purged, 0); /* on every drive */
+	char cmd[600];
+	/* a: on drive 3 only (deleted while it was away); b: on drives 2 and 3 (its quorum);
+	 * d (inline): on drive 0 only */
+	snprintf(cmd, sizeof cmd, "cd %s && rm d0/bkt/%%m.a d1/bkt/%%m.a d2/bkt/%%m.a "
+	         "d0/bkt/%%m.b d1/bkt/%%m.b d1/bkt/%%m.d d2/bkt/%%m.d d3/bkt/%%m.d", base);
+	CHECK(system(cmd) == 0);
+	CHECK_EQ_INT(cn_ec_purge_dangling(s, "bkt", "a", NULL, true, &purged), CN_OK);
+	CHECK_EQ_INT(purged, 1);
+	CHECK(rec_on(3, "%m.a")); /* dry run */
+	CHECK_EQ_INT(cn_ec_purge_dangling(s, "bkt", "a", NULL, false, &purged), CN_OK);
+	CHECK_EQ_INT(purged, 1);
+	CHECK(!rec_on(3, "%m.a") && rec_on(3, "a")); /* its data folder is now an orphan's */
+	char **ids;
+	size_t n;
+	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "a", &ids, &n), CN_OK);
+	CHECK_EQ_INT(n, 1);
+	cn_drive_free_names(ids, n);
+	CHECK_EQ_INT(cn_ec_purge_dangling(s, "bkt", "b", NULL, false, &purged), CN_OK);
+	CHECK_EQ_INT(purged, 0);
+	CHECK_EQ_INT(check(s, "b", p, 0, 300000, NULL), CN_OK);
+	CHECK_EQ_INT(cn_ec_purge_dangling(s, "bkt", "d", NULL, false, &purged), CN_OK);
+	CHECK_EQ_INT(purged, 1);
+	CHECK(!rec_on(0, "%m.d"));
+	/* c on drive 0 only, another version of c on drive 1 only: neither is readable */
+	snprintf(cmd, sizeof cmd, "cd %s && rm d2/bkt/%%m.c d3/bkt/%%m.c && cp d1/bkt/%%m.c d1/c.keep", base);
+	CHECK(system(cmd) == 0);
+	put_mtime++;
+	CHECK_EQ_INT(put(s, "c", p, 200000, false), CN_OK); /* the new one everywhere */
+	snprintf(cmd, sizeof cmd, "cd %s && mv d1/c.keep d1/bkt/%%m.c && rm d2/bkt/%%m.c d3/bkt/%%m.c", base);
+	CHECK(system(cmd) == 0);
+	/* with drive 3 away, one more drive might hold either: kept */
+	s = reopen_with_d3_away(s);
+	CHECK_EQ_INT(cn_ec_purge_dangling(s, "bkt", "c", NULL, false, &purged), CN_OK);
+	CHECK_EQ_INT(purged, 0);
+	CHECK(rec_on(0, "%m.c") && rec_on(1, "%m.c"));
+	s = reopen_with_d3_back(s);
+	CHECK_EQ_INT(cn_ec_purge_dangling(s, "bkt", "c", NULL, false, &purged), CN_OK);
+	CHECK_EQ_INT(purged, 2);
+	CHECK(!rec_on(0, "%m.c") && !rec_on(1, "%m.c"));
+	/* a noncurrent version on one drive only (the last: version_list asks M+1 drives) */
+	CHECK_EQ_INT(put(s, "e", p, 300000, false), CN_OK);
+	CHECK_EQ_INT(cn_ec_version_keep(s, "bkt", "e", "v1"), CN_OK);
+	snprintf(cmd, sizeof cmd, "cd %s && rm d0/bkt/e/%%v.v1 d1/bkt/e/%%v.v1 d2/bkt/e/%%v.v1", base);
+	CHECK(system(cmd) == 0);
+	CHECK_EQ_INT(cn_ec_version_list(s, "bkt", "e", &ids, &n), CN_OK);
+	CHECK_EQ_INT(n, 0); /* drives 0-2 answer: none */
+	cn_drive_free_names(ids, n);
+	CHECK_EQ_INT(cn_ec_version_list_all(s, "bkt", "e", &ids, &n), CN_OK);
+	CHECK(n == 1 && !strcmp(ids[0], "v1"));
+	cn_drive_free_names(ids, n);
+	CHECK_EQ_INT(cn_ec_purge_dangling(s, "bkt", "e", "v1", false, &purged), CN_OK);
+	CHECK_EQ_INT(purged, 1);
+	CHECK(!rec_on(3, "e/%v.v1"));
+	CHECK_EQ_INT(check(s, "e", p, 0, 300000, NULL), CN_OK); /* the current one untouched */
+	cn_ec_set_free(s);
+	free(p);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -793,6 +890,7 @@ int main(void)
 	RUN(test_cached_inline_shard_checked_until_good);
 	RUN(test_orphan_data);
 	RUN(test_data_keys);
+	RUN(test_purge_dangling);
 	reset(false);
 	TEST_END();
 }
