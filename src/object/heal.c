@@ -14,9 +14,10 @@
  *      every drive's records (cn_ec_orphan_data), through C6 (cn_obj__drop_data).
  *  H6. Keys whose data folders outlived every record (no listing shows them) are found by
  *      the drives (cn_ec_data_keys) and go through H5 in the set that holds them.
- *  H7. Heal walks every drive (cn_ec_walk_all), so it also meets keys on too few drives to
- *      be read; a version no read can return is removed where it lies (E10), under its
- *      key's lock, before the key is healed. */
+ *  H7. Heal walks every drive (cn_ec_walk_all, cn_ec_version_list_all), so it also meets
+ *      versions on too few drives to be read; one that its heal finds no read returns is
+ *      removed where it lies if it is dangling (E10 decides, from every drive, under the
+ *      key's lock). */
 #include "object/object_int.h"
 
 #include <errno.h>
@@ -74,24 +75,26 @@ static void unlock_key(cn_obj_store *s, pthread_mutex_t *kl)
 	pthread_rwlock_unlock(&s->ns_lock);
 }
 
-static void heal_version(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
-                         const char *vid, bool dry_run, cn_obj_heal_totals *t)
+/* Returns cn_ec_heal's answer: CN_ERR_NO_KEY or CN_ERR_NO_VERSION when no read returns the
+ * version (deleted meanwhile, or dangling: H7). */
+static cn_err heal_version(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                           const char *vid, bool dry_run, cn_obj_heal_totals *t)
 {
 	cn_ec_heal_result res;
 	pthread_mutex_t *kl = lock_key(s, bucket, key);
 	cn_err e = cn_ec_heal(set, bucket, key, vid, dry_run, &res);
 	unlock_key(s, kl);
 	if (e == CN_ERR_NO_KEY || e == CN_ERR_NO_BUCKET || e == CN_ERR_NO_VERSION)
-		return; /* deleted meanwhile */
+		return e; /* deleted meanwhile */
 	t->scanned++;
 	if (e) {
 		t->failed++;
 		cn_log(CN_LOG_WARN, NULL, "heal: %s/%s%s%s: %s", bucket, key, vid ? " version " : "",
 		       vid ? vid : "", cn_err_str(e));
-		return;
+		return e;
 	}
 	if (!res.drives_bad)
-		return;
+		return CN_OK;
 	if (dry_run || res.drives_failed == 0)
 		t->healed++;
 	else
@@ -101,6 +104,7 @@ static void heal_version(cn_obj_store *s, cn_ec_set *set, const char *bucket, co
 	if (!dry_run)
 		cn_log(CN_LOG_INFO, NULL, "heal: %s/%s%s%s: %u drive(s) rebuilt, %u failed", bucket, key,
 		       vid ? " version " : "", vid ? vid : "", res.drives_healed, res.drives_failed);
+	return CN_OK;
 }
 
 /* H5: the key's data folders no record references (a crash after an overwrite's commit,
@@ -141,19 +145,21 @@ static void purge_dangling(cn_obj_store *s, cn_ec_set *set, const char *bucket, 
 		t->dangling++;
 }
 
-/* The current version and every noncurrent one (each first purged if no read can return
- * it), then data no version references, in the set that listed the key. */
+/* The current version and every noncurrent one (one that no read returns: purged if it
+ * is dangling), then data no version references, in the set that listed the key. */
 static void heal_key(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
                      bool dry_run, cn_obj_heal_totals *t)
 {
-	purge_dangling(s, set, bucket, key, NULL, dry_run, t);
-	heal_version(s, set, bucket, key, NULL, dry_run, t);
+	cn_err e = heal_version(s, set, bucket, key, NULL, dry_run, t);
+	if (e == CN_ERR_NO_KEY)
+		purge_dangling(s, set, bucket, key, NULL, dry_run, t);
 	char **vids;
 	size_t n;
 	if (cn_ec_version_list_all(set, bucket, key, &vids, &n) == CN_OK) {
 		for (size_t i = 0; i < n; i++) {
-			purge_dangling(s, set, bucket, key, vids[i], dry_run, t);
-			heal_version(s, set, bucket, key, vids[i], dry_run, t);
+			e = heal_version(s, set, bucket, key, vids[i], dry_run, t);
+			if (e == CN_ERR_NO_KEY || e == CN_ERR_NO_VERSION)
+				purge_dangling(s, set, bucket, key, vids[i], dry_run, t);
 		}
 		cn_drive_free_names(vids, n);
 	}
