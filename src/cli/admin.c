@@ -303,7 +303,7 @@ typedef struct heal_view {
 	bool tty, dry_run;
 	bool shown;          /* a "\r" progress line is on the screen */
 	int64_t start_ms;
-	uint64_t scanned, healed, failed, drives, orphans, dangling;
+	uint64_t scanned, healed, failed, drives, orphans, dangling, buckets;
 	uint64_t bytes;
 	bool done;
 	char error[256];
@@ -333,6 +333,7 @@ static bool heal_line(stream *s, const char *line, size_t len)
 	v->bytes = jget(o, "bytes");
 	v->orphans = jget(o, "orphans");
 	v->dangling = jget(o, "dangling");
+	v->buckets = jget(o, "danglingBuckets");
 	if (json_is_true(json_object_get(o, "done"))) {
 		v->done = true;
 		const char *err = jstr(o, "error");
@@ -431,6 +432,8 @@ static int admin_heal(admin_opts *o)
 	       (unsigned long long)v.orphans);
 	printf("  dangling versions %-5s %llu\n", o->dry_run ? "found" : "removed",
 	       (unsigned long long)v.dangling);
+	printf("  dangling buckets %-6s %llu\n", o->dry_run ? "found" : "removed",
+	       (unsigned long long)v.buckets);
 	printf("  elapsed                 %s\n", t);
 	if (v.error[0])
 		fprintf(stderr, "cairn admin heal: the server stopped the heal: %s\n", v.error);

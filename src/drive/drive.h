@@ -75,6 +75,10 @@ typedef struct cn_drive_ops {
 	cn_err (*make_vol)(cn_drive *d, const char *vol);
 	cn_err (*stat_vol)(cn_drive *d, const char *vol, int64_t *mtime_ms);
 	cn_err (*delete_vol)(cn_drive *d, const char *vol);
+	/* purge_vol: removes the vol and everything in it, at once (renamed away, then
+	 * removed): heal's removal of a bucket no quorum of drives holds (E11 in set.c).
+	 * CN_ERR_NO_BUCKET when absent. Optional (NULL: not done). */
+	cn_err (*purge_vol)(cn_drive *d, const char *vol);
 	cn_err (*list_vols)(cn_drive *d, cn_drive_vol **out, size_t *n);
 
 	/* Writing: create_file makes tmp/<tmp_id>/<data_id>/<name> (folders as needed);

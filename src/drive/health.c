@@ -188,6 +188,18 @@ static cn_err h_delete_vol(cn_drive *dd, const char *vol)
 	hdrive *d = H(dd);
 	CALL(d, "delete_vol", d->in->ops->delete_vol(d->in, vol));
 }
+static cn_err h_purge_vol(cn_drive *dd, const char *vol)
+{
+	hdrive *d = H(dd);
+	if (!d->in->ops->purge_vol)
+		return CN_OK;
+	GUARD(d);
+	/* as walk: its length depends on what the folder holds, only its errors count */
+	cn_err e = d->in->ops->purge_vol(d->in, vol);
+	if (e == CN_ERR_IO)
+		mark_offline(d, "purge_vol failed");
+	return e;
+}
 static cn_err h_list_vols(cn_drive *dd, cn_drive_vol **out, size_t *n)
 {
 	hdrive *d = H(dd);
@@ -431,6 +443,7 @@ static const cn_drive_ops health_ops = {
 	.make_vol = h_make_vol,
 	.stat_vol = h_stat_vol,
 	.delete_vol = h_delete_vol,
+	.purge_vol = h_purge_vol,
 	.list_vols = h_list_vols,
 	.create_file = h_create_file,
 	.file_write = h_file_write,

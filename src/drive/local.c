@@ -854,6 +854,8 @@ static cn_err local_stat_vol(cn_drive *dd, const char *vol, int64_t *mtime_ms)
 	return CN_OK;
 }
 
+static cn_err drop_vol(local_drive *d, const char *vol);
+
 static cn_err local_delete_vol(cn_drive *dd, const char *vol)
 {
 	local_drive *d = L(dd);
@@ -867,7 +869,19 @@ static cn_err local_delete_vol(cn_drive *dd, const char *vol)
 		return e;
 	if (found)
 		return CN_ERR_BUCKET_NOT_EMPTY;
-	/* Rename away first: the bucket disappears atomically; leftovers are tmp garbage. */
+	return drop_vol(d, vol);
+}
+
+static cn_err local_purge_vol(cn_drive *dd, const char *vol)
+{
+	cn_err e = local_stat_vol(dd, vol, NULL);
+	return e ? e : drop_vol(L(dd), vol);
+}
+
+/* Rename away first: the bucket disappears atomically; leftovers are tmp garbage. */
+static cn_err drop_vol(local_drive *d, const char *vol)
+{
+	char path[PATH_CAP];
 	char id[33];
 	cn_drive_random_id(id);
 	snprintf(path, sizeof path, TMP_DIR "/%s.vol", id);
@@ -2159,6 +2173,7 @@ static const cn_drive_ops local_ops = {
 	.make_vol = local_make_vol,
 	.stat_vol = local_stat_vol,
 	.delete_vol = local_delete_vol,
+	.purge_vol = local_purge_vol,
 	.list_vols = local_list_vols,
 	.create_file = local_create_file,
 	.file_write = local_file_write,

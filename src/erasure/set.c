@@ -415,26 +415,27 @@ static int vol_name_cmp(const void *a, const void *b)
  *     A set lists the vols at least K of its drives hold, asking every online drive (one
  *     drive's list hid a bucket made while it was offline, and showed one removed then);
  *     cn_obj's bucket heal makes the listed ones where missing. */
-cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n)
+static bool names_add(char ***v, size_t *n, size_t *cap, const char *name, bool unique);
+
+/* Every answering drive's vols, sorted by name (one entry per drive that holds it);
+ * *answered: how many drives listed theirs; *last: the last listing error. */
+static cn_err gather_vols(cn_ec_set *s, cn_drive_vol **out, size_t *total_out, size_t *answered,
+                          cn_err *last)
 {
-	*out = NULL;
-	*n = 0;
-	if (!coded(s)) {
-		size_t i = first_drive(s);
-		return i == s->n ? CN_ERR_QUORUM : D(s, i)->ops->list_vols(D(s, i), out, n);
-	}
 	cn_drive_vol *all = NULL;
-	size_t total = 0, answered = 0;
-	cn_err last = CN_ERR_QUORUM;
+	size_t total = 0;
+	*answered = 0;
+	*last = CN_ERR_QUORUM;
 	for (size_t d = 0; d < s->n; d++) {
 		cn_drive_vol *v;
 		size_t nv;
-		cn_err e = D(s, d) ? D(s, d)->ops->list_vols(D(s, d), &v, &nv) : CN_ERR_OFFLINE;
+		/* a drive whose folder is gone lists nothing: that is no answer */
+		cn_err e = drive_online(s, d) ? D(s, d)->ops->list_vols(D(s, d), &v, &nv) : CN_ERR_OFFLINE;
 		if (e) {
-			last = e == CN_ERR_NOMEM ? e : last;
+			*last = e == CN_ERR_NOMEM ? e : *last;
 			continue;
 		}
-		answered++;
+		(*answered)++;
 		cn_drive_vol *na = nv ? realloc(all, (total + nv) * sizeof *na) : all;
 		if (nv && !na) {
 			free(v);
@@ -447,12 +448,30 @@ cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n)
 		total += nv;
 		free(v);
 	}
+	if (total > 1)
+		qsort(all, total, sizeof *all, vol_name_cmp);
+	*out = all;
+	*total_out = total;
+	return CN_OK;
+}
+
+cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!coded(s)) {
+		size_t i = first_drive(s);
+		return i == s->n ? CN_ERR_QUORUM : D(s, i)->ops->list_vols(D(s, i), out, n);
+	}
+	cn_drive_vol *all;
+	size_t total, answered;
+	cn_err last, e = gather_vols(s, &all, &total, &answered, &last);
+	if (e)
+		return e;
 	if (answered < read_quorum(s)) {
 		free(all);
 		return last;
 	}
-	if (total > 1)
-		qsort(all, total, sizeof *all, vol_name_cmp);
 	size_t k = 0;
 	for (size_t i = 0; i < total;) {
 		size_t j = i + 1;
@@ -465,6 +484,57 @@ cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n)
 	*out = all;
 	*n = k;
 	return CN_OK;
+}
+
+/* E11. A vol (bucket folder) that fewer than K drives hold, even counting every drive
+ *      that cannot list its vols, was deleted while those drives were away: no quorum
+ *      listing shows it (E9) and no new bucket can be made from it; heal removes it with
+ *      whatever stale records it holds. Only for names the caller does not keep (the
+ *      buckets of every set), under the namespace lock (no bucket made or removed
+ *      meanwhile). */
+cn_err cn_ec_dangling_vols(cn_ec_set *s, char *const *keep, size_t nkeep, char ***out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!coded(s))
+		return CN_OK;
+	cn_drive_vol *all;
+	size_t total, answered;
+	cn_err last, e = gather_vols(s, &all, &total, &answered, &last);
+	if (e)
+		return e;
+	size_t unknown = s->n - answered, cap = 0;
+	for (size_t i = 0; i < total && !e;) {
+		size_t j = i + 1;
+		while (j < total && !strcmp(all[j].name, all[i].name))
+			j++;
+		bool kept = false;
+		for (size_t x = 0; x < nkeep && !kept; x++)
+			kept = !strcmp(keep[x], all[i].name);
+		if (!kept && (j - i) + unknown < read_quorum(s) && !names_add(out, n, &cap, all[i].name, false))
+			e = CN_ERR_NOMEM;
+		i = j;
+	}
+	free(all);
+	if (e) {
+		cn_drive_free_names(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return e;
+}
+
+cn_err cn_ec_purge_vol(cn_ec_set *s, const char *vol)
+{
+	cn_err e = CN_OK;
+	for (size_t d = 0; d < s->n; d++) {
+		if (!D(s, d) || !D(s, d)->ops->purge_vol)
+			continue;
+		cn_err de = D(s, d)->ops->purge_vol(D(s, d), vol);
+		if (de && de != CN_ERR_NO_BUCKET && !e)
+			e = de;
+	}
+	return e;
 }
 
 cn_err cn_ec_sync(cn_ec_set *s)

@@ -17,7 +17,9 @@
  *  H7. Heal walks every drive (cn_ec_walk_all, cn_ec_version_list_all), so it also meets
  *      versions on too few drives to be read; one that its heal finds no read returns is
  *      removed where it lies if it is dangling (E10 decides, from every drive, under the
- *      key's lock). */
+ *      key's lock).
+ *  H8. A heal of everything first removes bucket folders too few drives hold to be a
+ *      bucket (E11: deleted while those drives were away), under the namespace lock. */
 #include "object/object_int.h"
 
 #include <errno.h>
@@ -275,13 +277,17 @@ static cn_err heal_bucket(heal_run *h, cn_ec_set *set, const char *bucket, const
 static cn_err heal_all(heal_run *h, const char *bucket, const char *prefix)
 {
 	cn_obj_store *s = h->s;
-	if (!h->dry_run) { /* buckets first: a drive that lacks one cannot take its objects */
+	bool all = !bucket || !bucket[0];
+	if (!h->dry_run || all) {
 		pthread_rwlock_wrlock(&s->ns_lock); /* C5 */
-		cn_obj__heal_buckets(s);
+		if (!h->dry_run) /* buckets first: a drive that lacks one cannot take its objects */
+			cn_obj__heal_buckets(s);
+		if (all) /* H8: bucket folders deleted while their drives were away (E11) */
+			h->t->dangling_buckets += cn_obj__purge_dangling_buckets(s, h->dry_run);
 		pthread_rwlock_unlock(&s->ns_lock);
 	}
 	/* every set holds its own share of each bucket's keys: walk them all */
-	if (bucket && bucket[0]) {
+	if (!all) {
 		cn_err e = cn_obj_head_bucket(s, bucket, NULL);
 		for (size_t k = 0; !e && k < s->nsets; k++)
 			e = heal_bucket(h, s->sets[k], bucket, prefix);

@@ -698,6 +698,57 @@ void cn_obj__heal_buckets(cn_obj_store *s)
 		cn_ec_sync(s->sets[i]);
 }
 
+size_t cn_obj__purge_dangling_buckets(cn_obj_store *s, bool dry_run)
+{
+	char **keep = NULL;
+	size_t nkeep = 0, cap = 0, found = 0;
+	bool whole = true;
+	for (size_t i = 0; i < s->nsets && whole; i++) {
+		cn_drive_vol *v;
+		size_t nv;
+		if (cn_ec_list_vols(s->sets[i], &v, &nv)) {
+			whole = false;
+			break;
+		}
+		for (size_t j = 0; j < nv && whole; j++) {
+			if (nkeep == cap) {
+				size_t nc = cap ? cap * 2 : 16;
+				char **nk = realloc(keep, nc * sizeof *nk);
+				if (!nk) {
+					whole = false;
+					break;
+				}
+				keep = nk;
+				cap = nc;
+			}
+			if (!(keep[nkeep] = strdup(v[j].name)))
+				whole = false;
+			else
+				nkeep++;
+		}
+		free(v);
+	}
+	for (size_t i = 0; i < s->nsets && whole; i++) {
+		char **names;
+		size_t n;
+		if (cn_ec_dangling_vols(s->sets[i], keep, nkeep, &names, &n))
+			continue;
+		for (size_t j = 0; j < n; j++) {
+			if (!cn_obj_bucket_name_valid(names[j]))
+				continue;
+			cn_err e = dry_run ? CN_OK : cn_ec_purge_vol(s->sets[i], names[j]);
+			cn_log(e ? CN_LOG_WARN : CN_LOG_INFO, NULL, "heal: bucket folder %s (set %zu) is on too "
+			       "few drives to be a bucket (deleted while they were away): %s%s", names[j], i,
+			       dry_run ? "found (dry run)" : e ? "not removed: " : "removed",
+			       e ? cn_err_str(e) : "");
+			found++;
+		}
+		cn_drive_free_names(names, n);
+	}
+	cn_drive_free_names(keep, nkeep);
+	return found;
+}
+
 /* --- drive monitor: drives that come back ------------------------------------------------
  * Every drive_check_ms, each slot of a multi-drive set that answers "offline" or has no
  * format record is looked at again (drive reopen: the folder removed and made again, or

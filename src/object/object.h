@@ -391,6 +391,8 @@ typedef struct cn_obj_heal_totals {
 	                            cn_ec_orphan_data: what crashes leave, FORMAT.md §2) */
 	uint64_t dangling;       /* versions no read can return (on too few drives: deleted
 	                            while those were away), removed (dry run: found; E10) */
+	uint64_t dangling_buckets; /* bucket folders on too few drives to be a bucket (deleted
+	                              while those were away), removed (dry run: found; E11) */
 } cn_obj_heal_totals;
 /* Progress: called at least every ~500 ms and at the end (last = true), with the running
  * totals and the object being looked at; returning false stops the heal (CN_ERR_ABORTED). */

@@ -113,6 +113,11 @@ pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket, const cha
  * (drive monitor) and before each heal run; callers hold ns_lock exclusively (C5) or run
  * before requests are served. */
 void cn_obj__heal_buckets(cn_obj_store *s);
+/* E11 (set.c) for the whole store, under the namespace write lock: bucket folders that no
+ * set holds on enough drives to be a bucket (deleted while those drives were away) are
+ * removed with what they hold (dry_run: only counted). Nothing when any set cannot list
+ * its buckets (no whole view). Returns how many folders (bucket x set) were found. */
+size_t cn_obj__purge_dangling_buckets(cn_obj_store *s, bool dry_run);
 /* Bucket name and key rules: CN_ERR_NO_BUCKET, CN_ERR_BAD_KEY, CN_ERR_KEY_TOO_LONG. */
 cn_err cn_obj__check_names(const char *bucket, const char *key);
 /* The durability barrier of every set (C3); CN_OK at once when not durable. Commits of one

@@ -135,6 +135,7 @@ static void admin_info(cn_s3_req *r)
 				json_object_set_new(scan, "bytes", json_integer(st.scan.bytes));
 				json_object_set_new(scan, "orphans", json_integer(jint(st.scan.orphans)));
 				json_object_set_new(scan, "dangling", json_integer(jint(st.scan.dangling)));
+				json_object_set_new(scan, "danglingBuckets", json_integer(jint(st.scan.dangling_buckets)));
 			}
 			json_object_set_new(heal, "scan", scan);
 		}
@@ -157,10 +158,11 @@ typedef struct heal_stream {
 
 static json_t *totals_json(const cn_obj_heal_totals *t)
 {
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "scanned", jint(t->scanned), "healed",
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "scanned", jint(t->scanned), "healed",
 	                 jint(t->healed), "failed", jint(t->failed), "drivesHealed",
 	                 jint(t->drives_healed), "bytes", (json_int_t)(t->bytes > 0 ? t->bytes : 0),
-	                 "orphans", jint(t->orphans), "dangling", jint(t->dangling));
+	                 "orphans", jint(t->orphans), "dangling", jint(t->dangling), "danglingBuckets",
+	                 jint(t->dangling_buckets));
 }
 
 /* Sends one ndjson line (obj consumed). */
@@ -273,10 +275,11 @@ static void admin_heal(cn_s3_req *r, const char *rest)
 	send_line(&hs, o);
 	cn_log(CN_LOG_INFO, r->reqid,
 	       "admin: heal done: %llu scanned, %llu healed, %llu failed, %llu drive copies, %lld bytes, "
-	       "%llu orphan data folders, %llu dangling versions%s%s",
+	       "%llu orphan data folders, %llu dangling versions, %llu dangling bucket folders%s%s",
 	       (unsigned long long)t.scanned, (unsigned long long)t.healed,
 	       (unsigned long long)t.failed, (unsigned long long)t.drives_healed, (long long)t.bytes,
 	       (unsigned long long)t.orphans, (unsigned long long)t.dangling,
+	       (unsigned long long)t.dangling_buckets,
 	       e ? ": " : "", e ? cn_err_str(e) : "");
 }
 

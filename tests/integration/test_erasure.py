@@ -436,13 +436,15 @@ def test_versions_and_uploads_after_first_drive_replaced(need_multi_drive, drive
 def test_buckets_made_or_removed_while_a_drive_was_away(need_multi_drive, drive_server, root):
     """A drive that was away while a bucket was made and another removed comes back: the
     listing follows the drives' quorum, not that drive (set.c E9), the missing bucket is
-    made on it at start, so new writes and heal reach it."""
+    made on it at start, so new writes and heal reach it; heal removes the removed
+    bucket's folder, with the object deleted meanwhile, from it (E11)."""
     n, m = 4, 2
     srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
     s3 = make_client(srv)
     early, gone, late = unique_bucket("early"), unique_bucket("gone"), unique_bucket("late")
     s3.create_bucket(Bucket=early)
     s3.create_bucket(Bucket=gone)
+    s3.put_object(Bucket=gone, Key="stale", Body=os.urandom(300000))
     srv.stop()
     drives = drive_dirs(root, n)
     away = os.path.join(root, "away")
@@ -453,10 +455,11 @@ def test_buckets_made_or_removed_while_a_drive_was_away(need_multi_drive, drive_
     objs = {"x": os.urandom(300000), "y": b"small"}
     for k, v in objs.items():
         s3.put_object(Bucket=late, Key=k, Body=v)
+    s3.delete_object(Bucket=gone, Key="stale")
     s3.delete_bucket(Bucket=gone)
     srv.stop()
     shutil.rmtree(drives[0])
-    os.rename(away, drives[0])  # the old drive is back: it has `gone`, not `late`
+    os.rename(away, drives[0])  # the old drive is back: it has `gone` (and `stale`), not `late`
     srv.start()
     s3 = make_client(srv)
     assert sorted(x["Name"] for x in s3.list_buckets()["Buckets"]) == sorted([early, late])
@@ -464,8 +467,16 @@ def test_buckets_made_or_removed_while_a_drive_was_away(need_multi_drive, drive_
     objs["z"] = os.urandom(200000)
     s3.put_object(Bucket=late, Key="z", Body=objs["z"])
     assert record_of(drives[0], late, "z")
-    admin_cli(srv, "heal")
+    assert record_of(drives[0], gone, "stale")
+    out = admin_cli(srv, "heal", "--dry-run")
+    assert re.search(r"dangling buckets found\s+1\b", out), out
+    assert os.path.isdir(os.path.join(drives[0], gone))
+    out = admin_cli(srv, "heal")
+    assert re.search(r"dangling buckets removed\s+1\b", out), out
+    assert not os.path.exists(os.path.join(drives[0], gone))
     assert all(record_of(drives[0], late, k) for k in objs)
+    assert sorted(x["Name"] for x in s3.list_buckets()["Buckets"]) == sorted([early, late])
+    assert re.search(r"dangling buckets removed\s+0\b", admin_cli(srv, "heal"))
     s3 = restart_without(srv, drives[1:1 + m])
     for k, v in objs.items():
         assert s3.get_object(Bucket=late, Key=k)["Body"].read() == v

@@ -648,6 +648,23 @@ TEST(test_data_keys)
 	cn_drive_close(d);
 }
 
+/* purge_vol: the vol goes with everything in it (delete_vol refuses a non-empty one);
+ * NO_BUCKET when absent. */
+TEST(test_purge_vol)
+{
+	cn_drive *d = open_fresh(false);
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	CHECK_EQ_INT(d->ops->make_vol(d, "other"), CN_OK);
+	CHECK_EQ_INT(put_inline(d, "a/b", "R"), CN_OK);
+	CHECK_EQ_INT(d->ops->delete_vol(d, "vol"), CN_ERR_BUCKET_NOT_EMPTY);
+	CHECK_EQ_INT(d->ops->purge_vol(d, "vol"), CN_OK);
+	CHECK_EQ_INT(d->ops->stat_vol(d, "vol", NULL), CN_ERR_NO_BUCKET);
+	CHECK(!exists("vol"));
+	CHECK_EQ_INT(d->ops->stat_vol(d, "other", NULL), CN_OK);
+	CHECK_EQ_INT(d->ops->purge_vol(d, "vol"), CN_ERR_NO_BUCKET);
+	cn_drive_close(d);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -657,6 +674,7 @@ int main(void)
 	RUN(test_key_folders);
 	RUN(test_data_list);
 	RUN(test_data_keys);
+	RUN(test_purge_vol);
 	RUN(test_record_beside_folder);
 	RUN(test_record_pool);
 	RUN(test_walk);

@@ -662,25 +662,25 @@ static char *current_data_id(cn_ec_set *s, const char *key, char *out, size_t ca
 /* The data folders no record references are found (an overwrite's replaced data, which
  * the object layer removes after the commit, or a crash forgot); a kept version's are
  * not; a drive that cannot answer, or a record on one drive only, keeps them. */
-/* The 4-drive set s closed and opened again with drive 3 offline (its folder moved
- * away after opening: the drive answers "offline"), or with it back. */
-static cn_ec_set *reopen_with_d3_away(cn_ec_set *s)
+/* The 4-drive set s closed and opened again with drive d offline (its folder moved away
+ * after opening: the drive answers "offline"), or with it back. */
+static cn_ec_set *reopen_with_away(cn_ec_set *s, int d)
 {
 	char cmd[600];
 	cn_ec_set_free(s);
-	snprintf(cmd, sizeof cmd, "mv %s/d3 %s/d3.away", base, base);
+	snprintf(cmd, sizeof cmd, "mv %s/d%d %s/d%d.away", base, d, base, d);
 	CN_ASSERT(system(cmd) == 0);
 	s = open_set(4, 2);
-	snprintf(cmd, sizeof cmd, "rm -rf %s/d3", base);
+	snprintf(cmd, sizeof cmd, "rm -rf %s/d%d", base, d);
 	CN_ASSERT(system(cmd) == 0);
 	return s;
 }
 
-static cn_ec_set *reopen_with_d3_back(cn_ec_set *s)
+static cn_ec_set *reopen_with_back(cn_ec_set *s, int d)
 {
 	char cmd[600];
 	cn_ec_set_free(s);
-	snprintf(cmd, sizeof cmd, "rm -rf %s/d3 && mv %s/d3.away %s/d3", base, base, base);
+	snprintf(cmd, sizeof cmd, "rm -rf %s/d%d && mv %s/d%d.away %s/d%d", base, d, base, d, base, d);
 	CN_ASSERT(system(cmd) == 0);
 	return open_set(4, 2);
 }
@@ -722,10 +722,10 @@ TEST(test_orphan_data)
 		CHECK_EQ_STR(ids[0], b);
 	cn_drive_free_names(ids, n);
 	/* with a drive offline (its folder gone) nothing is called unreferenced */
-	s = reopen_with_d3_away(s);
+	s = reopen_with_away(s, 3);
 	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK);
 	CHECK_EQ_INT(n, 0);
-	s = reopen_with_d3_back(s);
+	s = reopen_with_back(s, 3);
 	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK);
 	CHECK_EQ_INT(n, 1);
 	cn_drive_free_names(ids, n);
@@ -846,11 +846,11 @@ TEST(test_purge_dangling)
 	snprintf(cmd, sizeof cmd, "cd %s && mv d1/c.keep d1/bkt/%%m.c && rm d2/bkt/%%m.c d3/bkt/%%m.c", base);
 	CHECK(system(cmd) == 0);
 	/* with drive 3 away, one more drive might hold either: kept */
-	s = reopen_with_d3_away(s);
+	s = reopen_with_away(s, 3);
 	CHECK_EQ_INT(cn_ec_purge_dangling(s, "bkt", "c", NULL, false, &purged), CN_OK);
 	CHECK_EQ_INT(purged, 0);
 	CHECK(rec_on(0, "%m.c") && rec_on(1, "%m.c"));
-	s = reopen_with_d3_back(s);
+	s = reopen_with_back(s, 3);
 	CHECK_EQ_INT(cn_ec_purge_dangling(s, "bkt", "c", NULL, false, &purged), CN_OK);
 	CHECK_EQ_INT(purged, 2);
 	CHECK(!rec_on(0, "%m.c") && !rec_on(1, "%m.c"));
@@ -873,6 +873,48 @@ TEST(test_purge_dangling)
 	free(p);
 }
 
+/* E11: a vol too few drives hold, counting those that cannot answer, and not kept, is
+ * dangling; purge_vol removes it with what it holds. */
+TEST(test_dangling_vols)
+{
+	unsigned char *p = pattern(300000, 7);
+	reset(true);
+	cn_ec_set *s = open_set(4, 2);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	CHECK_EQ_INT(put(s, "k", p, 300000, false), CN_OK);
+	char cmd[600];
+	/* "one" on drive 3 only, with a record; "two" on drives 2 and 3 */
+	snprintf(cmd, sizeof cmd, "cd %s && mkdir d2/two d3/two && cp -r d3/bkt d3/one", base);
+	CHECK(system(cmd) == 0);
+	char **v;
+	size_t n;
+	char *keep[] = { "bkt" };
+	CHECK_EQ_INT(cn_ec_dangling_vols(s, keep, 1, &v, &n), CN_OK);
+	CHECK(n == 1 && !strcmp(v[0], "one"));
+	cn_drive_free_names(v, n);
+	char *keep2[] = { "bkt", "one" };
+	CHECK_EQ_INT(cn_ec_dangling_vols(s, keep2, 2, &v, &n), CN_OK);
+	CHECK_EQ_INT(n, 0);
+	cn_drive_free_names(v, n);
+	/* with drive 0 away (its folder gone: an empty listing is no answer), "one" might be
+	 * on it too: kept */
+	s = reopen_with_away(s, 0);
+	CHECK_EQ_INT(cn_ec_dangling_vols(s, keep, 1, &v, &n), CN_OK);
+	CHECK_EQ_INT(n, 0);
+	cn_drive_free_names(v, n);
+	s = reopen_with_back(s, 0);
+	CHECK_EQ_INT(cn_ec_purge_vol(s, "one"), CN_OK);
+	snprintf(cmd, sizeof cmd, "test ! -e %s/d3/one && test -d %s/d3/bkt/k && test -d %s/d2/two", base,
+	         base, base);
+	CHECK(system(cmd) == 0);
+	CHECK_EQ_INT(cn_ec_dangling_vols(s, keep, 1, &v, &n), CN_OK);
+	CHECK_EQ_INT(n, 0);
+	cn_drive_free_names(v, n);
+	CHECK_EQ_INT(check(s, "k", p, 0, 300000, NULL), CN_OK);
+	cn_ec_set_free(s);
+	free(p);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -891,6 +933,7 @@ int main(void)
 	RUN(test_orphan_data);
 	RUN(test_data_keys);
 	RUN(test_purge_dangling);
+	RUN(test_dangling_vols);
 	reset(false);
 	TEST_END();
 }
