@@ -98,6 +98,17 @@ static cn_err judge(hdrive *d, cn_err e, int64_t t0, const char *what)
 		return judge((d), _e, _t0, (what));       \
 	} while (0)
 
+/* A call whose length depends on the data, not on the drive's health (a walk, a folder's
+ * removal): no time bound, only its I/O errors take the drive offline. */
+#define CALL_UNTIMED(d, what, expr)               \
+	do {                                          \
+		GUARD(d);                                 \
+		cn_err _e = (expr);                       \
+		if (_e == CN_ERR_IO)                      \
+			mark_offline((d), what " failed");    \
+		return _e;                                \
+	} while (0)
+
 static void h_close(cn_drive *dd)
 {
 	hdrive *d = H(dd);
@@ -193,12 +204,7 @@ static cn_err h_purge_vol(cn_drive *dd, const char *vol)
 	hdrive *d = H(dd);
 	if (!d->in->ops->purge_vol)
 		return CN_OK;
-	GUARD(d);
-	/* as walk: its length depends on what the folder holds, only its errors count */
-	cn_err e = d->in->ops->purge_vol(d->in, vol);
-	if (e == CN_ERR_IO)
-		mark_offline(d, "purge_vol failed");
-	return e;
+	CALL_UNTIMED(d, "purge_vol", d->in->ops->purge_vol(d->in, vol));
 }
 static cn_err h_list_vols(cn_drive *dd, cn_drive_vol **out, size_t *n)
 {
@@ -318,12 +324,7 @@ static cn_err h_walk(cn_drive *dd, const char *vol, const char *prefix, const ch
                      bool slash_delim, cn_drive_walk_fn fn, void *ctx)
 {
 	hdrive *d = H(dd);
-	GUARD(d);
-	/* a walk's length depends on the callback's work: only its errors count */
-	cn_err e = d->in->ops->walk(d->in, vol, prefix, after, slash_delim, fn, ctx);
-	if (e == CN_ERR_IO)
-		mark_offline(d, "walk failed");
-	return e;
+	CALL_UNTIMED(d, "walk", d->in->ops->walk(d->in, vol, prefix, after, slash_delim, fn, ctx));
 }
 
 static cn_err h_version_keep(cn_drive *dd, const char *vol, const char *key, const char *vid)
@@ -357,12 +358,7 @@ static cn_err h_data_keys(cn_drive *dd, const char *vol, const char *prefix, cn_
 	hdrive *d = H(dd);
 	if (!d->in->ops->data_keys)
 		return CN_OK;
-	GUARD(d);
-	/* as walk: its length depends on the folders, only its errors count */
-	cn_err e = d->in->ops->data_keys(d->in, vol, prefix, fn, ctx);
-	if (e == CN_ERR_IO)
-		mark_offline(d, "data_keys failed");
-	return e;
+	CALL_UNTIMED(d, "data_keys", d->in->ops->data_keys(d->in, vol, prefix, fn, ctx));
 }
 static cn_err h_version_delete(cn_drive *dd, const char *vol, const char *key, const char *vid)
 {
