@@ -28,7 +28,8 @@ static void admin_usage(FILE *f)
 	        "       cairn admin heal [--dry-run] [BUCKET[/PREFIX]] [--host H:P]\n"
 	        "\n"
 	        "  info    the deployment: layout, parity, every drive online/offline with its free\n"
-	        "          space, background healing counters (--json: the server's raw JSON)\n"
+	        "          space, background healing counters, the record cache (--json: the\n"
+	        "          server's raw JSON)\n"
 	        "  heal    rebuild missing or corrupt copies of every object (or of BUCKET, or of\n"
 	        "          BUCKET/PREFIX); --dry-run only counts the damaged ones. Exit 0 when nothing\n"
 	        "          failed, 1 when some objects could not be healed, 2 on usage or connection errors\n"
@@ -275,6 +276,19 @@ static int admin_info(admin_opts *o)
 		       (unsigned long long)jget(scan, "dangling"));
 	} else if (scan) {
 		printf("heal scan   none yet\n");
+	}
+	json_t *rcache = json_object_get(root, "recordCache");
+	if (rcache) {
+		uint64_t hits = jget(rcache, "hits"), misses = jget(rcache, "misses");
+		char held[32], budget[32];
+		human_bytes(jget(rcache, "bytes"), held, sizeof held);
+		human_bytes(jget(rcache, "budget"), budget, sizeof budget);
+		if (jget(rcache, "budget"))
+			printf("cache       %s of records in %s, %llu hits, %llu misses (%.0f %% hits)\n", held, budget,
+			       (unsigned long long)hits, (unsigned long long)misses,
+			       hits + misses ? 100.0 * (double)hits / (double)(hits + misses) : 0.0);
+		else
+			printf("cache       off (CAIRN_RECORD_CACHE_MB=0)\n");
 	}
 	printf("\n%-4s %-4s %-4s %-8s %10s %10s  %s\n", "POOL", "SET", "SLOT", "STATE", "FREE", "TOTAL",
 	       "ENDPOINT");

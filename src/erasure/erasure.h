@@ -108,6 +108,14 @@ void cn_ec_set_free(cn_ec_set *s);
 /* Gives the set a record cache of budget_bytes (erasure_int.h; 0: none), replacing the one
  * it has (64 MiB from cn_ec_set_new). Only before the set is used. */
 cn_err cn_ec_set_cache(cn_ec_set *s, size_t budget_bytes);
+/* The set's record cache as `cairn admin info` reports it: the budget, the bytes it
+ * holds, and the lookups that hit and missed since it was made (a GET looks up one
+ * record per drive it reads). All 0 when the set has no cache. */
+typedef struct cn_ec_cache_stats {
+	size_t budget, bytes;
+	uint64_t hits, misses;
+} cn_ec_cache_stats;
+void cn_ec_set_cache_stats(cn_ec_set *s, cn_ec_cache_stats *out);
 /* Takes slot i offline for good (a drive refused at start: wrong deployment or slot);
  * the drive is closed. */
 void cn_ec_set_refuse(cn_ec_set *s, size_t i);

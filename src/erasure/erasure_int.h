@@ -53,5 +53,6 @@ void cn_rcache_invalidate(cn_rcache *c, unsigned ndrives, const char *vol, const
 void cn_rcache_clear(cn_rcache *c);
 /* Counters for tests and metrics. */
 void cn_rcache_stats(cn_rcache *c, uint64_t *hits, uint64_t *misses, size_t *bytes);
+size_t cn_rcache_budget(const cn_rcache *c); /* 0 for NULL */
 
 #endif

@@ -259,3 +259,8 @@ void cn_rcache_stats(cn_rcache *c, uint64_t *hits, uint64_t *misses, size_t *byt
 	*misses = c ? atomic_load(&c->misses) : 0;
 	*bytes = c ? atomic_load(&c->bytes) : 0;
 }
+
+size_t cn_rcache_budget(const cn_rcache *c)
+{
+	return c ? c->budget : 0;
+}

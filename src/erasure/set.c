@@ -230,6 +230,13 @@ cn_err cn_ec_set_cache(cn_ec_set *s, size_t budget_bytes)
 	return cn_rcache_new(budget_bytes, 160 * 1024, &s->rc); /* records up to 160 KiB */
 }
 
+void cn_ec_set_cache_stats(cn_ec_set *s, cn_ec_cache_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	cn_rcache_stats(s->rc, &out->hits, &out->misses, &out->bytes);
+	out->budget = cn_rcache_budget(s->rc);
+}
+
 void cn_ec_set_free(cn_ec_set *s)
 {
 	if (!s)

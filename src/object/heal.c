@@ -520,6 +520,14 @@ cn_err cn_obj_get_state(cn_obj_store *s, cn_obj_state *out)
 		}
 	}
 	out->ndrives = n;
+	for (size_t k = 0; k < s->nsets; k++) {
+		cn_ec_cache_stats cs;
+		cn_ec_set_cache_stats(s->sets[k], &cs);
+		out->cache_budget += cs.budget;
+		out->cache_bytes += cs.bytes;
+		out->cache_hits += cs.hits;
+		out->cache_misses += cs.misses;
+	}
 	if (s->healer) {
 		pthread_mutex_lock(&s->healer->mu);
 		out->heal_queued = s->healer->queued;

@@ -25,11 +25,13 @@
  *      old version to its end. */
 #include "object/object_int.h"
 
+#include <errno.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 
 #define IO_BUF OBJ_IO_BUF
 #define VIEW_MIN (32 * 1024)
@@ -859,6 +861,32 @@ static void monitor_stop(cn_obj_store *s)
 	s->mon_outages = NULL;
 }
 
+/* The record caches' budget for the whole store, shared evenly by its sets: 1/64 of the
+ * machine's memory, at least 64 MiB and at most 1 GiB (24 GiB -> 384 MiB); the hot set of
+ * 64 KiB objects needs ~66 KiB per object (K records of a 64 KiB / K share), so 64 MiB held
+ * only ~1,000 of them (docs/PERF.md). CAIRN_RECORD_CACHE_MB overrides; 0 turns it off. */
+static size_t record_cache_budget(void)
+{
+	const char *mb = getenv("CAIRN_RECORD_CACHE_MB");
+	if (mb && *mb) {
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(mb, &end, 10);
+		if (!errno && *end == '\0' && *mb != '-' && v <= (1ul << 20))
+			return (size_t)v << 20;
+		cn_log(CN_LOG_WARN, NULL, "CAIRN_RECORD_CACHE_MB=%s is not a number of MiB (0..1048576): "
+		       "using the default", mb);
+	}
+	struct sysinfo si;
+	uint64_t ram = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
+	uint64_t b = ram / 64;
+	if (b < (64ull << 20))
+		b = 64ull << 20;
+	if (b > (1ull << 30))
+		b = 1ull << 30;
+	return (size_t)b;
+}
+
 static cn_err topology_check(const cn_obj_topology *t)
 {
 	if (!t || !t->pools || t->npools == 0 || t->npools > MAX_POOLS) {
@@ -978,10 +1006,7 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 			s->pools[p].nsets++;
 		}
 	}
-	/* CAIRN_RECORD_CACHE_MB: the record caches' budget for the whole store (default 64),
-	 * shared evenly by its sets; 0 turns them off */
-	const char *mb = getenv("CAIRN_RECORD_CACHE_MB");
-	size_t cache = (mb ? (size_t)strtoul(mb, NULL, 10) : 64) << 20;
+	size_t cache = record_cache_budget();
 	for (size_t i = 0; i < s->nsets && !e; i++)
 		e = cn_ec_set_cache(s->sets[i], cache / s->nsets);
 	if (!e)

@@ -424,6 +424,8 @@ typedef struct cn_obj_state {
 	int64_t scan_started_ms;           /* wall clock; 0: no scan yet */
 	int64_t scan_finished_ms;          /* the last finished scan's end; 0: none yet */
 	cn_obj_heal_totals scan;
+	/* the record caches of all sets (docs/ARCHITECTURE.md, "Record cache") */
+	uint64_t cache_budget, cache_bytes, cache_hits, cache_misses;
 } cn_obj_state;
 cn_err cn_obj_get_state(cn_obj_store *s, cn_obj_state *out);
 

@@ -140,6 +140,14 @@ static void admin_info(cn_s3_req *r)
 			json_object_set_new(heal, "scan", scan);
 		}
 		json_object_set_new(root, "heal", heal);
+		json_t *rc = json_object();
+		if (rc) { /* the record caches of all sets */
+			json_object_set_new(rc, "budget", json_integer(jint(st.cache_budget)));
+			json_object_set_new(rc, "bytes", json_integer(jint(st.cache_bytes)));
+			json_object_set_new(rc, "hits", json_integer(jint(st.cache_hits)));
+			json_object_set_new(rc, "misses", json_integer(jint(st.cache_misses)));
+		}
+		json_object_set_new(root, "recordCache", rc);
 		json_object_set_new(root, "drives", drives);
 	} else {
 		json_decref(drives);

@@ -103,6 +103,12 @@ def test_info_one_drive(server):
     assert r.status == 200 and r.headers.get("Content-Type") == "application/json"
     assert json.loads(r.body)["deploymentID"] == info["deploymentID"]
 
+    # the record cache's default budget: 1/64 of the machine's memory, 64 MiB .. 1 GiB
+    if "CAIRN_RECORD_CACHE_MB" not in server.env and "CAIRN_RECORD_CACHE_MB" not in os.environ:
+        with open("/proc/meminfo") as f:
+            mem = int(re.search(r"^MemTotal:\s+(\d+) kB", f.read(), re.M).group(1)) * 1024
+        assert info["recordCache"]["budget"] == min(max(mem // 64, 64 << 20), 1 << 30), info
+
 
 def test_heal_dry_run_healthy(server, filled):
     p = admin(server, "heal", "--dry-run", filled)
@@ -242,6 +248,56 @@ def remove_key(drive, bucket, key):
     shutil.rmtree(folder, ignore_errors=True)
     if os.path.exists(rec):
         os.unlink(rec)
+
+
+def test_info_record_cache(drive_server, tmp_path):
+    """`cairn admin info` reports the record cache: its budget (CAIRN_RECORD_CACHE_MB),
+    the bytes it holds, hits and misses; 0 turns it off, a malformed value is refused with
+    a log line and the default kept."""
+    try:
+        srv = drive_server([os.path.join(str(tmp_path), "d{1...4}")], env={"CAIRN_RECORD_CACHE_MB": "8"})
+    except RuntimeError as e:
+        pytest.skip(f"a 4-drive server cannot start in this build: {e}")
+
+    def cache():
+        p = admin(srv, "info", "--json")
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)["recordCache"]
+
+    c0 = cache()
+    assert c0 == {"budget": 8 << 20, "bytes": 0, "hits": 0, "misses": 0}, c0
+    s3 = make_client(srv)
+    b = unique_bucket("rc")
+    s3.create_bucket(Bucket=b)
+    body = rand_bytes(64 << 10, seed=7)
+    s3.put_object(Bucket=b, Key="k", Body=body)
+    assert s3.get_object(Bucket=b, Key="k")["Body"].read() == body
+    c1 = cache()
+    assert c1["misses"] > 0 and c1["hits"] == 0 and 64 << 10 <= c1["bytes"] <= 8 << 20, c1
+    for _ in range(3):
+        assert s3.get_object(Bucket=b, Key="k")["Body"].read() == body
+    c2 = cache()  # the same records again: every lookup hits, nothing more is read
+    assert c2["misses"] == c1["misses"] and c2["hits"] > 0 and c2["hits"] % 3 == 0, (c1, c2)
+    assert c2["bytes"] == c1["bytes"], (c1, c2)
+    p = admin(srv, "info")
+    pct = round(100 * c2["hits"] / (c2["hits"] + c2["misses"]))
+    assert re.search(r"^cache +\d[\d.]* KiB of records in 8\.0 MiB, %d hits, %d misses \(%d %% hits\)$"
+                     % (c2["hits"], c2["misses"], pct), p.stdout, re.M), p.stdout
+    s3.delete_object(Bucket=b, Key="k")
+    s3.delete_bucket(Bucket=b)
+    srv.stop()
+
+    srv.env["CAIRN_RECORD_CACHE_MB"] = "0"
+    srv.start()
+    assert cache() == {"budget": 0, "bytes": 0, "hits": 0, "misses": 0}
+    assert re.search(r"^cache +off ", admin(srv, "info").stdout, re.M)
+    srv.stop()
+
+    srv.env["CAIRN_RECORD_CACHE_MB"] = "64k"
+    srv.start()
+    assert cache()["budget"] >= 64 << 20
+    with open(srv.log_path) as f:
+        assert "CAIRN_RECORD_CACHE_MB=64k is not a number of MiB" in f.read()
 
 
 @pytest.mark.parametrize("victim_index", [1, 0])  # 0: the drive a single-drive walk would list
