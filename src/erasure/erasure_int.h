@@ -17,8 +17,9 @@
  *      the generation is unchanged, so a record read before a concurrent commit can never
  *      be inserted after that commit's invalidation.
  * 4-way buckets (an insert into a full bucket evicts its least recently used entry),
- * striped mutexes, a global byte budget: when it is spent, an insert only replaces an
- * entry of its own bucket. R2's generation is per bucket. */
+ * striped mutexes, a global byte budget: when it is spent, a clock hand sweeping the
+ * buckets drops entries not hit since it last passed until the new one fits (CLOCK,
+ * second chance). R2's generation is per bucket. */
 #ifndef CN_ERASURE_INT_H
 #define CN_ERASURE_INT_H
 

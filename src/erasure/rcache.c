@@ -12,11 +12,14 @@
                   direct-mapped, 300 objects x 12 records missed on most GETs) */
 #define STRIPES 256
 #define ID_MAX 2048 /* bucket name, NUL and key (<= 1024 bytes) fit */
+#define SWEEP_MAX BUCKETS /* one turn of the clock at most per insert (sparse only when
+                            records are large against the budget) */
 
 typedef struct slot {
 	uint64_t h;     /* hash_id of the entry: compared before id */
 	unsigned drive; /* the set's slot the record was read from */
 	uint32_t used;  /* bucket tick of the last hit or insert: the oldest is evicted */
+	bool ref;       /* hit since the clock hand last passed: spared once (second chance) */
 	char *id;       /* vol '\0' key, owned; NULL when empty */
 	size_t idlen;
 	cn_ec_rec *rec; /* a reference of the cache's own */
@@ -33,6 +36,7 @@ struct cn_rcache {
 	size_t budget, max_record;
 	atomic_size_t bytes;
 	atomic_ullong hits, misses;
+	atomic_size_t hand; /* the clock: the next bucket to sweep when the budget is spent */
 	pthread_mutex_t mu[STRIPES];
 	bucket b[BUCKETS];
 };
@@ -121,6 +125,7 @@ bool cn_rcache_visit(cn_rcache *c, unsigned drive, const char *vol, const char *
 	slot *s = find(bk, h, drive, vol, key, idlen);
 	if (s) {
 		s->used = ++bk->tick;
+		s->ref = true;
 		fn(s->rec, arg);
 	}
 	*gen = bk->gen;
@@ -150,6 +155,29 @@ bool cn_rcache_get(cn_rcache *c, unsigned drive, const char *vol, const char *ke
 	return cn_rcache_visit(c, drive, vol, key, copy_out, &a, gen) && a.ok;
 }
 
+/* The budget is spent: the clock hand sweeps buckets in turn, sparing (once) the entries
+ * hit since it last passed and dropping the others, until need bytes fit or SWEEP_MAX
+ * buckets were swept. Takes one stripe lock at a time; the caller holds none. A working
+ * set larger than the budget thus keeps turning over (the recently hit stay) instead of
+ * the first records read holding the cache for good. */
+static bool make_room(cn_rcache *c, size_t need)
+{
+	for (int i = 0; i < SWEEP_MAX && atomic_load(&c->bytes) + need > c->budget; i++) {
+		size_t at = atomic_fetch_add(&c->hand, 1) % BUCKETS;
+		pthread_mutex_t *mu = &c->mu[at % STRIPES];
+		pthread_mutex_lock(mu);
+		for (int w = 0; w < WAYS; w++) {
+			slot *s = &c->b[at].ways[w];
+			if (s->id && s->ref)
+				s->ref = false;
+			else
+				drop(c, s);
+		}
+		pthread_mutex_unlock(mu);
+	}
+	return atomic_load(&c->bytes) + need <= c->budget;
+}
+
 bool cn_rcache_insert(cn_rcache *c, unsigned drive, const char *vol, const char *key,
                       cn_ec_rec *rec, uint64_t gen)
 {
@@ -160,8 +188,7 @@ bool cn_rcache_insert(cn_rcache *c, unsigned drive, const char *vol, const char 
 		return false;
 	size_t idlen;
 	uint64_t h = hash_id(drive, vol, key, &idlen);
-	/* full beyond what one eviction could free (a record and its id): not worth the lock */
-	if (atomic_load(&c->bytes) + len + idlen > c->budget + c->max_record + ID_MAX)
+	if (atomic_load(&c->bytes) + len + idlen > c->budget && !make_room(c, len + idlen))
 		return false;
 	char *id = malloc(idlen);
 	if (!id)
@@ -195,6 +222,7 @@ bool cn_rcache_insert(cn_rcache *c, unsigned drive, const char *vol, const char 
 	}
 	drop(c, s);
 	s->used = ++bk->tick;
+	s->ref = false; /* admitted once; a hit earns it a second chance */
 	s->h = h;
 	s->drive = drive;
 	s->id = id;
