@@ -82,6 +82,10 @@ static void server_usage(FILE *f)
 		"  CAIRN_API_STALE_UPLOADS_EXPIRY       incomplete multipart uploads older than this\n"
 		"                                       are removed (default 24h; also MINIO_...)\n"
 		"  CAIRN_API_STALE_UPLOADS_CLEANUP_INTERVAL  how often to look (default 1h)\n"
+		"  CAIRN_HEAL_MAX_SLEEP                 the background heal's longest pause after\n"
+		"                                       an object, which is otherwise twice the time\n"
+		"                                       the object took (default 1s; 0: no pause,\n"
+		"                                       full speed; also MINIO_HEAL_MAX_SLEEP)\n"
 		"  CAIRN_MALLOC_HUGETLB=0               keep the heap off transparent huge pages (by\n"
 		"                                       default the server restarts itself once with\n"
 		"                                       GLIBC_TUNABLES=glibc.malloc.hugetlb=1)\n");
@@ -144,6 +148,24 @@ static int64_t parse_duration_ms(const char *v)
 	else if (strcmp(end, "s") && end[0])
 		return -1;
 	return (int64_t)(x * mul);
+}
+
+/* The heal scan's pause cap (cn_obj_config.heal_max_sleep_ms) from CAIRN_HEAL_MAX_SLEEP
+ * (or MINIO_HEAL_MAX_SLEEP): unset 0 (the default), "0" -1 (no pause); exits on a bad
+ * value. */
+static int64_t env_heal_max_sleep(void)
+{
+	const char *v = env2("CAIRN_HEAL_MAX_SLEEP", "MINIO_HEAL_MAX_SLEEP");
+	if (!v)
+		return 0;
+	int64_t ms = parse_duration_ms(v);
+	if (ms < 0 || ms > 3600 * 1000) {
+		const char *c = getenv("CAIRN_HEAL_MAX_SLEEP");
+		fprintf(stderr, "cairn server: %s=%s is not a duration from 0 to 1h (e.g. 250ms, 1s; "
+		        "0: no pause)\n", c && c[0] ? "CAIRN_HEAL_MAX_SLEEP" : "MINIO_HEAL_MAX_SLEEP", v);
+		exit(2);
+	}
+	return ms == 0 ? -1 : ms;
 }
 
 /* Duration from CAIRN_<name> (or MINIO_<name>); 0 when unset; exits on a bad value. */
@@ -306,6 +328,7 @@ int cn_cli_server(int argc, char **argv)
 		.upload_expiry_ms = env_duration("CAIRN_API_STALE_UPLOADS_EXPIRY", "MINIO_API_STALE_UPLOADS_EXPIRY"),
 		.upload_cleanup_ms = env_duration("CAIRN_API_STALE_UPLOADS_CLEANUP_INTERVAL",
 		                                  "MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL"),
+		.heal_max_sleep_ms = env_heal_max_sleep(),
 	};
 	cn_obj_store *store = NULL;
 	cn_obj_pool_spec pspec[64];

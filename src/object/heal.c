@@ -7,7 +7,9 @@
  *  H2. Walking never holds a drive directory open across heals: keys are collected in
  *      batches (after the last one seen) and healed between batches.
  *  H3. The scanner sleeps after each object for twice the time the object took (at least
- *      1 ms), so it uses at most about a third of one core's time and of the drives'.
+ *      1 ms, at most cfg.heal_max_sleep_ms: 1 s by default), so it uses at most about a
+ *      third of one core's time and of the drives' — unless the cap is lower than twice
+ *      what objects take (a negative cap: no pause at all).
  *  H4. The queue never blocks a reader: when full, the entry is dropped (the scanner will
  *      find the object).
  *  H5. A data folder is removed as unreferenced only under its key's lock, from a view of
@@ -205,6 +207,13 @@ typedef struct heal_run {
 	bool stopped;
 } heal_run;
 
+/* The scanner's longest pause after an object (H3); 0: none. */
+static int64_t max_sleep_ms(const cn_obj_store *s)
+{
+	int64_t cap = s->cfg.heal_max_sleep_ms;
+	return cap < 0 ? 0 : cap == 0 ? 1000 : cap;
+}
+
 /* After each key: the progress line (every 500 ms) and the scanner's pause (H3). */
 static void paced(heal_run *h, const char *bucket, const char *key, int64_t t0)
 {
@@ -214,8 +223,12 @@ static void paced(heal_run *h, const char *bucket, const char *key, int64_t t0)
 			h->stopped = true;
 	}
 	if (h->throttle) { /* H3 */
-		int64_t took = now_ms() - t0;
-		usleep((useconds_t)((took * 2 > 1 ? took * 2 : 1) * 1000));
+		int64_t pause = now_ms() - t0, cap = max_sleep_ms(h->s);
+		pause = pause * 2 > 1 ? pause * 2 : 1;
+		if (pause > cap)
+			pause = cap;
+		if (pause > 0)
+			usleep((useconds_t)(pause * 1000));
 		if (h->s->healer && h->s->healer->stop)
 			h->stopped = true;
 	}
@@ -520,6 +533,7 @@ cn_err cn_obj_get_state(cn_obj_store *s, cn_obj_state *out)
 		}
 	}
 	out->ndrives = n;
+	out->scan_max_sleep_ms = max_sleep_ms(s);
 	for (size_t k = 0; k < s->nsets; k++) {
 		cn_ec_cache_stats cs;
 		cn_ec_set_cache_stats(s->sets[k], &cs);

@@ -29,6 +29,9 @@ typedef struct cn_obj_config {
 	int64_t heal_scan_ms;      /* background heal scan period (0: 24 h; < 0: never) */
 	int64_t drive_check_ms;    /* how often drives that were removed or wiped are looked
 	                              for again (0: 5 s; < 0: never) */
+	int64_t heal_max_sleep_ms; /* the background scan's pause after each object is twice
+	                              the time the object took, at most this (0: 1 s, as
+	                              MinIO's heal max_sleep; < 0: no pause, full speed) */
 } cn_obj_config;
 
 /* A deployment's storage: pools of erasure sets of drive folders, as the cluster layer
@@ -424,6 +427,7 @@ typedef struct cn_obj_state {
 	int64_t scan_started_ms;           /* wall clock; 0: no scan yet */
 	int64_t scan_finished_ms;          /* the last finished scan's end; 0: none yet */
 	cn_obj_heal_totals scan;
+	int64_t scan_max_sleep_ms; /* the scanner's longest pause after an object; 0: none */
 	/* the record caches of all sets (docs/ARCHITECTURE.md, "Record cache") */
 	uint64_t cache_budget, cache_bytes, cache_hits, cache_misses;
 } cn_obj_state;

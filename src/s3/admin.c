@@ -136,6 +136,7 @@ static void admin_info(cn_s3_req *r)
 				json_object_set_new(scan, "orphans", json_integer(jint(st.scan.orphans)));
 				json_object_set_new(scan, "dangling", json_integer(jint(st.scan.dangling)));
 				json_object_set_new(scan, "danglingBuckets", json_integer(jint(st.scan.dangling_buckets)));
+				json_object_set_new(scan, "maxSleepMs", json_integer(st.scan_max_sleep_ms));
 			}
 			json_object_set_new(heal, "scan", scan);
 		}

@@ -300,6 +300,30 @@ def test_info_record_cache(drive_server, tmp_path):
         assert "CAIRN_RECORD_CACHE_MB=64k is not a number of MiB" in f.read()
 
 
+def test_heal_max_sleep(drive_server, tmp_path):
+    """CAIRN_HEAL_MAX_SLEEP (or MINIO_HEAL_MAX_SLEEP) caps the background heal's pause
+    after each object (default 1 s, 0: none), as admin info reports; a malformed value
+    stops the server at start with a one-line message."""
+    def max_sleep(env):
+        srv = drive_server([os.path.join(str(tmp_path), f"d{len(os.listdir(str(tmp_path)))}")], env=env)
+        p = admin(srv, "info", "--json")
+        assert p.returncode == 0, p.stderr
+        srv.stop()
+        return json.loads(p.stdout)["heal"]["scan"]["maxSleepMs"]
+
+    assert max_sleep({}) == 1000
+    assert max_sleep({"CAIRN_HEAL_MAX_SLEEP": "250ms"}) == 250
+    assert max_sleep({"MINIO_HEAL_MAX_SLEEP": "2s"}) == 2000
+    assert max_sleep({"CAIRN_HEAL_MAX_SLEEP": "0"}) == 0
+    for bad in ("fast", "-1s", "2h"):
+        env = dict(os.environ, CAIRN_HEAL_MAX_SLEEP=bad)
+        p = subprocess.run([CAIRN_BIN, "server", str(tmp_path / "bad"), "--address", "127.0.0.1:0"],
+                           capture_output=True, text=True, timeout=20, env=env, stdin=subprocess.DEVNULL)
+        assert p.returncode == 2, (bad, p.stdout, p.stderr)
+        assert f"CAIRN_HEAL_MAX_SLEEP={bad} is not a duration from 0 to 1h" in p.stderr, p.stderr
+        assert not os.path.exists(tmp_path / "bad"), "nothing is made before the refusal"
+
+
 @pytest.mark.parametrize("victim_index", [1, 0])  # 0: the drive a single-drive walk would list
 def test_heal_four_drives(drive_server, tmp_path, victim_index):
     root = str(tmp_path)
