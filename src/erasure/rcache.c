@@ -166,7 +166,7 @@ static bool make_room(cn_rcache *c, size_t need)
 		size_t at = atomic_fetch_add(&c->hand, 1) % BUCKETS;
 		pthread_mutex_t *mu = &c->mu[at % STRIPES];
 		pthread_mutex_lock(mu);
-		for (int w = 0; w < WAYS; w++) {
+		for (int w = 0; w < WAYS && atomic_load(&c->bytes) + need > c->budget; w++) {
 			slot *s = &c->b[at].ways[w];
 			if (s->id && s->ref)
 				s->ref = false;
