@@ -86,6 +86,9 @@ static void server_usage(FILE *f)
 		"                                       an object, which is otherwise twice the time\n"
 		"                                       the object took (default 1s; 0: no pause,\n"
 		"                                       full speed; also MINIO_HEAL_MAX_SLEEP)\n"
+		"  CAIRN_RECORD_CACHE_MB                memory for recently read metadata records and\n"
+		"                                       small objects (default 1/64 of RAM, 64 MiB to\n"
+		"                                       1 GiB; 0: off; `cairn admin info` shows its use)\n"
 		"  CAIRN_MALLOC_HUGETLB=0               keep the heap off transparent huge pages (by\n"
 		"                                       default the server restarts itself once with\n"
 		"                                       GLIBC_TUNABLES=glibc.malloc.hugetlb=1)\n");
