@@ -154,7 +154,8 @@ cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n);
 /* E11: the vols some drives hold that are not in keep (the buckets every set lists) and
  * that fewer than K drives could hold, counting the drives that cannot answer: buckets
  * deleted while those drives were away. Free: cn_drive_free_names. */
-cn_err cn_ec_dangling_vols(cn_ec_set *s, char *const *keep, size_t nkeep, char ***out, size_t *n);
+cn_err cn_ec_dangling_vols(cn_ec_set *s, const cn_drive_vol *keep, size_t nkeep, char ***out,
+                           size_t *n);
 /* Removes vol with everything in it from every drive that holds it: only for a name
  * cn_ec_dangling_vols returned, under the same namespace lock. Not synced. */
 cn_err cn_ec_purge_vol(cn_ec_set *s, const char *vol);

@@ -499,7 +499,8 @@ cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n)
  *      whatever stale records it holds. Only for names the caller does not keep (the
  *      buckets of every set), under the namespace lock (no bucket made or removed
  *      meanwhile). */
-cn_err cn_ec_dangling_vols(cn_ec_set *s, char *const *keep, size_t nkeep, char ***out, size_t *n)
+cn_err cn_ec_dangling_vols(cn_ec_set *s, const cn_drive_vol *keep, size_t nkeep, char ***out,
+                           size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -517,7 +518,7 @@ cn_err cn_ec_dangling_vols(cn_ec_set *s, char *const *keep, size_t nkeep, char *
 			j++;
 		bool kept = false;
 		for (size_t x = 0; x < nkeep && !kept; x++)
-			kept = !strcmp(keep[x], all[i].name);
+			kept = !strcmp(keep[x].name, all[i].name);
 		if (!kept && (j - i) + unknown < read_quorum(s) && !names_add(out, n, &cap, all[i].name, false))
 			e = CN_ERR_NOMEM;
 		i = j;

@@ -702,33 +702,23 @@ void cn_obj__heal_buckets(cn_obj_store *s)
 
 size_t cn_obj__purge_dangling_buckets(cn_obj_store *s, bool dry_run)
 {
-	char **keep = NULL;
-	size_t nkeep = 0, cap = 0, found = 0;
+	cn_drive_vol *keep = NULL; /* the buckets every set lists */
+	size_t nkeep = 0, found = 0;
 	bool whole = true;
 	for (size_t i = 0; i < s->nsets && whole; i++) {
-		cn_drive_vol *v;
+		cn_drive_vol *v, *nk;
 		size_t nv;
 		if (cn_ec_list_vols(s->sets[i], &v, &nv)) {
 			whole = false;
 			break;
 		}
-		for (size_t j = 0; j < nv && whole; j++) {
-			if (nkeep == cap) {
-				size_t nc = cap ? cap * 2 : 16;
-				char **nk = realloc(keep, nc * sizeof *nk);
-				if (!nk) {
-					whole = false;
-					break;
-				}
-				keep = nk;
-				cap = nc;
-			}
-			if (!(keep[nkeep] = strdup(v[j].name)))
-				whole = false;
-			else
-				nkeep++;
+		if ((nk = realloc(keep, (nkeep + nv + 1) * sizeof *nk))) {
+			keep = nk;
+			memcpy(keep + nkeep, v, nv * sizeof *v);
+			nkeep += nv;
 		}
 		free(v);
+		whole = nk != NULL;
 	}
 	for (size_t i = 0; i < s->nsets && whole; i++) {
 		char **names;
@@ -747,7 +737,7 @@ size_t cn_obj__purge_dangling_buckets(cn_obj_store *s, bool dry_run)
 		}
 		cn_drive_free_names(names, n);
 	}
-	cn_drive_free_names(keep, nkeep);
+	free(keep);
 	return found;
 }
 

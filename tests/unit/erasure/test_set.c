@@ -888,11 +888,11 @@ TEST(test_dangling_vols)
 	CHECK(system(cmd) == 0);
 	char **v;
 	size_t n;
-	char *keep[] = { "bkt" };
+	cn_drive_vol keep[] = { { .name = "bkt" } };
 	CHECK_EQ_INT(cn_ec_dangling_vols(s, keep, 1, &v, &n), CN_OK);
 	CHECK(n == 1 && !strcmp(v[0], "one"));
 	cn_drive_free_names(v, n);
-	char *keep2[] = { "bkt", "one" };
+	cn_drive_vol keep2[] = { { .name = "bkt" }, { .name = "one" } };
 	CHECK_EQ_INT(cn_ec_dangling_vols(s, keep2, 2, &v, &n), CN_OK);
 	CHECK_EQ_INT(n, 0);
 	cn_drive_free_names(v, n);
