@@ -54,11 +54,19 @@ typedef struct cn_drive_ops {
 	/* info's `online` alone, without the capacity (no statvfs): asked per request, where a
 	 * "not there" answer must come from a drive that is there. May be NULL (info is asked). */
 	bool (*online)(cn_drive *d);
-	/* After the drive's folder was removed and made again, or wiped: point the drive at
-	 * what is at its path now and make its system folders; CN_OK when it is usable (its
-	 * format is the caller's business), CN_ERR_OFFLINE when nothing is there. May be
-	 * NULL (the op). */
+	/* After the drive's folder was removed and made again, wiped, or replaced (below):
+	 * point the drive at what is at its path now and make its system folders; CN_OK when
+	 * it is usable (its format is the caller's business), CN_ERR_OFFLINE when nothing is
+	 * there. May be NULL (the op). */
 	cn_err (*reopen)(cn_drive *d);
+	/* True when the drive's path now names another usable folder than the one the drive
+	 * works in, while that one still lives: the folder was moved away and another made in
+	 * its place, or a disk was mounted at the mount point after the old one was detached
+	 * (umount -l). reopen then switches to it. The bare mount point of a disk that was
+	 * mounted there (a folder of the parent filesystem) is never such a folder. A stat or
+	 * two, no I/O on the drive; asked by the drive monitor, one caller at a time with
+	 * reopen. May be NULL (never). */
+	bool (*replaced)(cn_drive *d);
 
 	/* Small system files under the drive's system area (format, bucket config). name is
 	 * a relative path of [a-z0-9._/-] chosen by cairn. write is atomic (tmp + rename)

@@ -169,6 +169,13 @@ static cn_err h_reopen(cn_drive *dd)
 	return e;
 }
 
+/* Not gated either: a replaced folder is what brings a failed disk's slot back. */
+static bool h_replaced(cn_drive *dd)
+{
+	hdrive *d = H(dd);
+	return d->in->ops->replaced && d->in->ops->replaced(d->in);
+}
+
 static cn_err h_read_sys(cn_drive *dd, const char *name, size_t max, cn_buf *out)
 {
 	hdrive *d = H(dd);
@@ -433,6 +440,7 @@ static const cn_drive_ops health_ops = {
 	.info = h_info,
 	.online = h_online,
 	.reopen = h_reopen,
+	.replaced = h_replaced,
 	.read_sys = h_read_sys,
 	.write_sys = h_write_sys,
 	.remove_sys = h_remove_sys,

@@ -71,6 +71,12 @@ typedef struct local_drive {
 	                            CAIRN_SYNC=fsync: targeted fsyncs (below) */
 	syncgroup *sg;
 	rec_pool pool;
+	/* The folder in use (root_fd) and whether it was a mounted filesystem's root when
+	 * opened (replaced, reopen: the drive monitor's thread only). */
+	dev_t dev;
+	ino_t ino;
+	bool mount_root;
+	bool warned_bare;        /* "nothing mounted at the path" logged since the last change */
 } local_drive;
 
 static pthread_mutex_t groups_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -2130,22 +2136,77 @@ static cn_err init_root(local_drive *d, bool clean)
 	return e;
 }
 
+/* Whether the folder open as fd (stat st) is the root of a mounted filesystem: its parent
+ * ("..", which crosses the mount) lies on another device. */
+static bool is_mount_root(int fd, const struct stat *st)
+{
+	struct stat up;
+	return fstatat(fd, "..", &up, 0) == 0 && up.st_dev != st->st_dev;
+}
+
+static void note_root(local_drive *d, int fd, const struct stat *st)
+{
+	d->dev = st->st_dev;
+	d->ino = st->st_ino;
+	d->mount_root = is_mount_root(fd, st);
+	d->warned_bare = false;
+}
+
+/* What the drive's path names now, against the folder in use (*st: the path's stat). */
+enum { PATH_SAME, PATH_OTHER, PATH_NONE };
+static int path_now(local_drive *d, struct stat *st)
+{
+	if (stat(d->base.endpoint, st) < 0 || !S_ISDIR(st->st_mode))
+		return PATH_NONE; /* not there (a missing mount stays missing: never created here) */
+	if (st->st_dev == d->dev && st->st_ino == d->ino)
+		return PATH_SAME;
+	if (d->mount_root) {
+		/* the drive was a disk's root: a folder of the parent filesystem at its path is
+		 * the mount point with nothing mounted on it, never a drive */
+		char up[sizeof d->base.endpoint + 4];
+		struct stat ust;
+		snprintf(up, sizeof up, "%s/..", d->base.endpoint);
+		if (stat(up, &ust) < 0 || ust.st_dev == st->st_dev) {
+			if (!d->warned_bare)
+				cn_log(CN_LOG_ERROR, NULL, "drive %s: its disk is no longer mounted there (the "
+				       "path is a folder of the parent filesystem now); not used in its place",
+				       d->base.endpoint);
+			d->warned_bare = true;
+			return PATH_NONE;
+		}
+	}
+	return PATH_OTHER;
+}
+
+static bool local_replaced(cn_drive *dd)
+{
+	local_drive *d = L(dd);
+	struct stat st, now;
+	return fstat(d->root_fd, &st) == 0 && st.st_nlink > 0 && path_now(d, &now) == PATH_OTHER;
+}
+
 /* A folder removed under us and made again at the same path (rm -rf + mkdir, a disk
- * swapped under its mount point): dup3 puts the new folder behind the same descriptor
- * number, so calls in flight see the old folder or the new one, never a reused number.
- * A live root only gets its system folders back (contents wiped, folder kept). */
+ * swapped under its mount point), or another folder at the path while the old one lives
+ * (replaced): dup3 puts the new folder behind the same descriptor number, so calls in
+ * flight see the old folder or the new one, never a reused number. A live root still at
+ * its path only gets its system folders back (contents wiped, folder kept). */
 static cn_err local_reopen(cn_drive *dd)
 {
 	local_drive *d = L(dd);
-	struct stat st;
-	if (fstat(d->root_fd, &st) == 0 && st.st_nlink > 0)
+	struct stat st, now;
+	bool alive = fstat(d->root_fd, &st) == 0 && st.st_nlink > 0;
+	int what = path_now(d, &now);
+	if (alive && what != PATH_OTHER)
 		return init_root(d, false);
+	if (what == PATH_NONE)
+		return CN_ERR_OFFLINE;
 	int fd = open(d->base.endpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return CN_ERR_OFFLINE; /* not back (never created here: a missing mount stays missing) */
+		return CN_ERR_OFFLINE;
 	syncgroup *g = NULL;
-	if (fstat(fd, &st) < 0 || st.st_nlink == 0 || !(g = group_get(st.st_dev))) {
-		close(fd);
+	if (fstat(fd, &st) < 0 || st.st_nlink == 0 || st.st_dev != now.st_dev ||
+	    st.st_ino != now.st_ino || !(g = group_get(st.st_dev))) {
+		close(fd); /* gone, or changed again since the stat: the next check sees it */
 		return g ? CN_ERR_OFFLINE : CN_ERR_NOMEM;
 	}
 	if (dup3(fd, d->root_fd, O_CLOEXEC) < 0) {
@@ -2154,13 +2215,18 @@ static cn_err local_reopen(cn_drive *dd)
 		group_put(g);
 		return e;
 	}
+	note_root(d, fd, &st);
 	close(fd);
 	if (g == d->sg)
 		group_put(g); /* same filesystem: keep the one reference */
 	else
 		d->sg = g; /* another one: the old group stays (a sync may still be using it) */
-	cn_log(CN_LOG_WARN, NULL, "drive %s: the folder was removed and made again: re-opened",
-	       d->base.endpoint);
+	if (alive)
+		cn_log(CN_LOG_WARN, NULL, "drive %s: another folder is at its path now (the old one was "
+		       "moved away or its disk detached): re-opened there", d->base.endpoint);
+	else
+		cn_log(CN_LOG_WARN, NULL, "drive %s: the folder was removed and made again: re-opened",
+		       d->base.endpoint);
 	return init_root(d, true);
 }
 
@@ -2178,6 +2244,7 @@ static const cn_drive_ops local_ops = {
 	.info = local_info,
 	.online = local_online,
 	.reopen = local_reopen,
+	.replaced = local_replaced,
 	.read_sys = local_read_sys,
 	.write_sys = local_write_sys,
 	.remove_sys = local_remove_sys,
@@ -2249,6 +2316,8 @@ cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out)
 	}
 	struct stat st;
 	d->sg = fstat(fd, &st) == 0 ? group_get(st.st_dev) : NULL;
+	if (d->sg)
+		note_root(d, fd, &st);
 	if (!d->sg) {
 		close(fd);
 		pthread_mutex_destroy(&d->pool.mu);

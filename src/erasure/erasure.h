@@ -126,9 +126,12 @@ size_t cn_ec_set_ndrives(const cn_ec_set *s);
 void cn_ec_set_parity(const cn_ec_set *s, unsigned *standard, unsigned *rrs);
 /* Slot i's drive info (CN_ERR_OFFLINE for a refused slot). */
 cn_err cn_ec_set_drive_info(cn_ec_set *s, size_t i, cn_drive_info *out);
-/* Slot i's drive after its folder was removed and made again, or wiped (drive.h
+/* Slot i's drive after its folder was removed and made again, wiped or replaced (drive.h
  * reopen): CN_OK when usable again; CN_ERR_OFFLINE for a refused slot or nothing there. */
 cn_err cn_ec_set_reopen(cn_ec_set *s, size_t i);
+/* Whether slot i's drive path now names another folder than the one in use (drive.h
+ * replaced); cn_ec_set_reopen then switches to it. False for a refused slot. */
+bool cn_ec_set_replaced(cn_ec_set *s, size_t i);
 /* The volumes on slot i's drive alone (restoring buckets onto a new drive). */
 cn_err cn_ec_list_vols_at(cn_ec_set *s, size_t i, cn_drive_vol **out, size_t *n);
 /* True when at least read quorum of the set's drives are online. */

@@ -309,6 +309,11 @@ cn_err cn_ec_set_reopen(cn_ec_set *s, size_t i)
 	return e;
 }
 
+bool cn_ec_set_replaced(cn_ec_set *s, size_t i)
+{
+	return i < s->n && D(s, i) && D(s, i)->ops->replaced && D(s, i)->ops->replaced(D(s, i));
+}
+
 cn_err cn_ec_list_vols_at(cn_ec_set *s, size_t i, cn_drive_vol **out, size_t *n)
 {
 	*out = NULL;

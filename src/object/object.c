@@ -743,8 +743,8 @@ size_t cn_obj__purge_dangling_buckets(cn_obj_store *s, bool dry_run)
 
 /* --- drive monitor: drives that come back ------------------------------------------------
  * Every drive_check_ms, each slot of a multi-drive set that answers "offline" or has no
- * format record is looked at again (drive reopen: the folder removed and made again, or
- * wiped in place). One that is there and empty is formatted into its slot, gets the
+ * format record, or whose path names another folder now (drive replaced), is looked at
+ * again (drive reopen: the folder removed and made again, wiped in place, or replaced). One that is there and empty is formatted into its slot, gets the
  * buckets, and a heal scan starts at once, as at start (format_all). A drive that now
  * holds another slot's or deployment's format is logged once and left alone (refusing a
  * slot is only safe at start, before requests use its drive). */
@@ -766,9 +766,17 @@ static void check_drives(cn_obj_store *s)
 				cn_buf b;
 				cn_buf_init(&b);
 				cn_err re = online ? cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b) : CN_ERR_OFFLINE;
-				if ((re == CN_ERR_OFFLINE || re == CN_ERR_NOT_FOUND) && cn_ec_set_reopen(set, d) == CN_OK) {
-					b.len = 0;
-					re = cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b);
+				/* another folder at the drive's path while the old one lives (moved away, a
+				 * new disk mounted after the old one was detached): switch to it, and take
+				 * it as a drive that came back (formatted when empty, healed either way) */
+				bool moved = re == CN_OK && cn_ec_set_replaced(set, d);
+				if (re == CN_ERR_OFFLINE || re == CN_ERR_NOT_FOUND || moved) {
+					if (cn_ec_set_reopen(set, d) == CN_OK) {
+						b.len = 0;
+						re = cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b);
+					} else {
+						moved = false; /* still the old folder: the next check tries again */
+					}
 				}
 				fmt f;
 				bool formatted = false;
@@ -791,7 +799,8 @@ static void check_drives(cn_obj_store *s)
 						s->mon_warned[at] = false;
 						formatted = true;
 					}
-				} else if (re == CN_OK && (s->mon_offline[at] || di.outages != s->mon_outages[at])) {
+				} else if (re == CN_OK && (s->mon_offline[at] || moved ||
+				                           di.outages != s->mon_outages[at])) {
 					/* back from offline, or away and back between two checks (an outage
 					 * counted meanwhile): it may lack buckets made meanwhile (E9) */
 					nback++;

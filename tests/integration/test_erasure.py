@@ -537,6 +537,37 @@ def test_removed_drive_formatted_when_it_reappears(need_multi_drive, drive_serve
     check_all(s3, b, objs, ranges=False)
 
 
+def test_drive_folder_replaced_while_the_old_one_lives(need_multi_drive, drive_server, root):
+    """A drive folder moved away while running and an empty one made at its path (as a new
+    disk mounted where a failed one was detached) is switched to within a few drive checks:
+    formatted into its slot and healed, and later writes land in it, not in the old one."""
+    n, m = 4, 2
+    srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
+    s3 = make_client(srv)
+    b = unique_bucket("swap")
+    s3.create_bucket(Bucket=b)
+    objs = put_all(s3, b, seed=13)
+    drives = drive_dirs(root, n)
+    victim = drives[2]
+    old = victim + ".old"
+    os.rename(victim, old)
+    os.mkdir(victim)
+    assert wait_until(log_has(srv, f"drive {victim}: another folder is at its path now"), 60)
+    assert wait_until(log_has(srv, f"drive {victim} is back and was empty: formatted into pool 0 "
+                                   "set 0 slot 2"), 30)
+    assert "drive 2\n" in open(os.path.join(victim, ".cairn.sys", "format")).read()
+    wait_until(lambda: all(record_of(victim, b, k) for k in objs), 60)
+    missing = [k for k in objs if not record_of(victim, b, k)]
+    assert not missing, missing
+    s3.put_object(Bucket=b, Key="after-swap", Body=b"new" * 1000)
+    assert record_of(victim, b, "after-swap") and not record_of(old, b, "after-swap")
+    # the new folder's shards are right: with M other drives gone, every byte still reads
+    s3 = restart_without(srv, [x for x in drives if x != victim][:m])
+    check_all(s3, b, objs, ranges=False)
+    assert s3.get_object(Bucket=b, Key="after-swap")["Body"].read() == b"new" * 1000
+    shutil.rmtree(old)
+
+
 def test_reappearing_drive_with_another_slots_format_is_left_alone(need_multi_drive, drive_server,
                                                                    root):
     """A drive folder that comes back holding another slot's format (a copy of drive 3 put

@@ -5,7 +5,10 @@
 #include "drive/drive.h"
 #include "test.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -465,6 +468,77 @@ TEST(test_reopen)
 	cn_drive_close(d);
 }
 
+/* replaced: another folder at the drive's path while the old one lives (moved away and
+ * made again; a new disk mounted after the old one was detached). The mount cases run in a
+ * private mount namespace when this process may make one (root), and are skipped else. */
+TEST(test_replaced)
+{
+	cn_drive *d = open_fresh(true);
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	CHECK_EQ_INT(put_inline(d, "k", "R1"), CN_OK);
+	CHECK(!d->ops->replaced(d));
+	CHECK_EQ_INT(d->ops->reopen(d), CN_OK); /* still its folder: stays there */
+	CHECK(!d->ops->replaced(d) && exists("vol/%m.k"));
+	char old[80], cmd[300];
+	snprintf(old, sizeof old, "%s.old", base);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", old);
+	CN_ASSERT(system(cmd) == 0);
+	CN_ASSERT(rename(base, old) == 0);
+	CHECK(!d->ops->replaced(d)); /* nothing at the path: not a replacement */
+	CHECK_EQ_INT(d->ops->reopen(d), CN_OK); /* the old folder lives: still used */
+	CN_ASSERT(mkdir(base, 0755) == 0);
+	CHECK(d->ops->replaced(d));
+	CHECK_EQ_INT(d->ops->reopen(d), CN_OK);
+	CHECK(!d->ops->replaced(d));
+	CHECK(exists(".cairn.sys/tmp/00"));
+	CHECK_EQ_INT(d->ops->stat_vol(d, "vol", NULL), CN_ERR_NO_BUCKET);
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	CHECK_EQ_INT(put_inline(d, "k2", "R2"), CN_OK);
+	CHECK(exists("vol/%m.k2") && !exists("vol/%m.k"));
+	char p[200];
+	struct stat st;
+	snprintf(p, sizeof p, "%s/vol/%%m.k2", old);
+	CHECK(stat(p, &st) < 0); /* written to the new folder only */
+	snprintf(p, sizeof p, "%s/vol/%%m.k", old);
+	CHECK(stat(p, &st) == 0);
+	cn_drive_close(d);
+
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		fprintf(stderr, "  (test_replaced: no private mount namespace here (%s): mount cases "
+		        "skipped)\n", strerror(errno));
+		return;
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf %s %s", base, old);
+	CN_ASSERT(system(cmd) == 0);
+	CN_ASSERT(mkdir(base, 0755) == 0);
+	CN_ASSERT(mount("tmpfs", base, "tmpfs", 0, "size=16m") == 0);
+	d = NULL;
+	CN_ASSERT(cn_drive_local_open(base, true, &d) == CN_OK);
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	CHECK_EQ_INT(put_inline(d, "k", "R1"), CN_OK);
+	/* detached: the path is the bare mount point, a folder of the parent filesystem */
+	CN_ASSERT(umount2(base, MNT_DETACH) == 0);
+	CHECK(!exists(".cairn.sys"));
+	CHECK(!d->ops->replaced(d));
+	CHECK_EQ_INT(d->ops->reopen(d), CN_OK); /* the detached disk: still the drive */
+	CHECK(!exists(".cairn.sys")); /* nothing made on the parent filesystem */
+	cn_buf b;
+	cn_buf_init(&b);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", 100, &b), CN_OK);
+	/* a new disk mounted there: switched to */
+	CN_ASSERT(mount("tmpfs", base, "tmpfs", 0, "size=16m") == 0);
+	CHECK(d->ops->replaced(d));
+	CHECK_EQ_INT(d->ops->reopen(d), CN_OK);
+	CHECK(exists(".cairn.sys/tmp/00"));
+	CHECK_EQ_INT(d->ops->stat_vol(d, "vol", NULL), CN_ERR_NO_BUCKET);
+	CHECK(!d->ops->replaced(d));
+	/* removed under us while a mount point: the bare mount point is never taken */
+	CN_ASSERT(umount2(base, MNT_DETACH) == 0);
+	CHECK(!d->ops->replaced(d));
+	cn_buf_fini(&b);
+	cn_drive_close(d);
+}
+
 /* Records read whole at every size around the first read's 64 KiB step (read_file_at:
  * one read, then the size from fstat), and the limit at the byte. */
 TEST(test_record_sizes)
@@ -682,6 +756,7 @@ int main(void)
 	RUN(test_group_commit);
 	RUN(test_targeted_sync);
 	RUN(test_reopen);
+	RUN(test_replaced);
 	char cmd[100];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
 	if (system(cmd) != 0)
