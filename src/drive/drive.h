@@ -59,13 +59,13 @@ typedef struct cn_drive_ops {
 	 * it is usable (its format is the caller's business), CN_ERR_OFFLINE when nothing is
 	 * there. May be NULL (the op). */
 	cn_err (*reopen)(cn_drive *d);
-	/* True when the drive's path now names another usable folder than the one the drive
-	 * works in, while that one still lives: the folder was moved away and another made in
-	 * its place, or a disk was mounted at the mount point after the old one was detached
-	 * (umount -l). reopen then switches to it. The bare mount point of a disk that was
-	 * mounted there (a folder of the parent filesystem) is never such a folder. A stat or
-	 * two, no I/O on the drive; asked by the drive monitor, one caller at a time with
-	 * reopen. May be NULL (never). */
+	/* True when reopen would switch the drive to another folder: the drive's path now
+	 * names another usable folder than the one it works in (moved away and another made
+	 * in its place; a disk mounted at the mount point after the old one was detached with
+	 * umount -l), or the one in use was removed and a folder is at the path again. The
+	 * bare mount point of a disk that was mounted there (a folder of the parent
+	 * filesystem) is never such a folder. A stat or two, no I/O on the drive; asked by
+	 * the drive monitor, one caller at a time with reopen. May be NULL (never). */
 	bool (*replaced)(cn_drive *d);
 
 	/* Small system files under the drive's system area (format, bucket config). name is
@@ -236,6 +236,12 @@ typedef struct cn_drive_health_cfg {
 	int64_t probe_ms;   /* 0: 5000 */
 } cn_drive_health_cfg;
 cn_err cn_drive_health_wrap(cn_drive *inner, const cn_drive_health_cfg *cfg, cn_drive **out);
+/* Refuses a health wrapper's drive (it holds another slot's or deployment's format), or
+ * admits it again: while refused every call answers CN_ERR_OFFLINE at once (info: online =
+ * false), as while offline, and no probe brings it back; reopen, replaced and read_sys of
+ * "format" still reach it, so its owner can see whether it still has to be refused.
+ * No-op on a drive that is not a health wrapper. */
+void cn_drive_health_refuse(cn_drive *d, bool refuse);
 /* True when d is a health wrapper that currently holds its drive offline. */
 bool cn_drive_health_offline(cn_drive *d);
 

@@ -13,7 +13,11 @@
  *      when that succeeds within the stall limit (logged).
  *  W4. A call already blocked inside the inner drive cannot be interrupted (POSIX I/O);
  *      the limit bounds how long the NEXT requests wait: after one stalled call the drive
- *      is skipped. */
+ *      is skipped.
+ *  W5. A refused drive (cn_drive_health_refuse: it holds another slot's or deployment's
+ *      format) answers like an offline one, but no probe brings it back: only its owner
+ *      admits it again. reopen, replaced and reading the "format" system file still reach
+ *      it (they decide whether it stays refused); nothing else is read or written. */
 #include "drive/drive.h"
 
 #include <pthread.h>
@@ -28,6 +32,7 @@ typedef struct hdrive {
 	cn_drive *in;
 	cn_drive_health_cfg cfg;
 	atomic_bool offline;
+	atomic_bool refused;     /* W5 */
 	atomic_uint_fast64_t outages;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -86,8 +91,9 @@ static cn_err judge(hdrive *d, cn_err e, int64_t t0, const char *what)
 
 #define GUARD(d)                                  \
 	do {                                          \
-		if (atomic_load(&(d)->offline))           \
-			return CN_ERR_OFFLINE; /* W2 */       \
+		if (atomic_load(&(d)->offline) ||         \
+		    atomic_load(&(d)->refused))           \
+			return CN_ERR_OFFLINE; /* W2, W5 */   \
 	} while (0)
 
 #define CALL(d, what, expr)                       \
@@ -128,7 +134,7 @@ static void h_close(cn_drive *dd)
 static cn_err h_info(cn_drive *dd, cn_drive_info *out)
 {
 	hdrive *d = H(dd);
-	if (atomic_load(&d->offline)) {
+	if (atomic_load(&d->offline) || atomic_load(&d->refused)) {
 		memset(out, 0, sizeof *out);
 		out->outages = atomic_load(&d->outages);
 		return CN_OK; /* answered: online = false */
@@ -147,6 +153,8 @@ static bool h_online(cn_drive *dd)
 {
 	hdrive *d = H(dd);
 	if (atomic_load(&d->offline))
+		return false;
+	if (atomic_load(&d->refused))
 		return false;
 	if (d->in->ops->online)
 		return d->in->ops->online(d->in) && !atomic_load(&d->offline);
@@ -179,6 +187,10 @@ static bool h_replaced(cn_drive *dd)
 static cn_err h_read_sys(cn_drive *dd, const char *name, size_t max, cn_buf *out)
 {
 	hdrive *d = H(dd);
+	if (atomic_load(&d->refused) && !atomic_load(&d->offline) && strcmp(name, "format") == 0) {
+		int64_t t0 = mono_ms(); /* W5: what decides whether it stays refused */
+		return judge(d, d->in->ops->read_sys(d->in, name, max, out), t0, "read_sys");
+	}
 	CALL(d, "read_sys", d->in->ops->read_sys(d->in, name, max, out));
 }
 static cn_err h_write_sys(cn_drive *dd, const char *name, const void *p, size_t len)
@@ -513,7 +525,7 @@ static void *prober(void *arg)
 		if (d->stop)
 			break;
 		pthread_mutex_unlock(&d->mu);
-		bool back = probe(d);
+		bool back = !atomic_load(&d->refused) && probe(d); /* W5: no probe writes there */
 		pthread_mutex_lock(&d->mu);
 		if (back && atomic_exchange(&d->offline, false))
 			cn_log(CN_LOG_INFO, NULL, "drive %s: back online (probe passed)", d->in->endpoint);
@@ -533,12 +545,19 @@ cn_err cn_drive_health_wrap(cn_drive *inner, const cn_drive_health_cfg *cfg, cn_
 	d->cfg.stall_ms = cfg && cfg->stall_ms ? cfg->stall_ms : 30000;
 	d->cfg.probe_ms = cfg && cfg->probe_ms > 0 ? cfg->probe_ms : 5000;
 	atomic_init(&d->offline, false);
+	atomic_init(&d->refused, false);
 	atomic_init(&d->outages, 0);
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_cond_init(&d->cv, NULL);
 	d->started = pthread_create(&d->prober, NULL, prober, d) == 0;
 	*out = &d->base;
 	return CN_OK;
+}
+
+void cn_drive_health_refuse(cn_drive *d, bool refuse)
+{
+	if (d && d->ops == &health_ops)
+		atomic_store(&H(d)->refused, refuse);
 }
 
 bool cn_drive_health_offline(cn_drive *d)

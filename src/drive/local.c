@@ -2178,11 +2178,14 @@ static int path_now(local_drive *d, struct stat *st)
 	return PATH_OTHER;
 }
 
+/* Whether reopen would switch folders (below). */
 static bool local_replaced(cn_drive *dd)
 {
 	local_drive *d = L(dd);
 	struct stat st, now;
-	return fstat(d->root_fd, &st) == 0 && st.st_nlink > 0 && path_now(d, &now) == PATH_OTHER;
+	bool alive = fstat(d->root_fd, &st) == 0 && st.st_nlink > 0;
+	int what = path_now(d, &now);
+	return what == PATH_OTHER || (!alive && what == PATH_SAME);
 }
 
 /* A folder removed under us and made again at the same path (rm -rf + mkdir, a disk

@@ -132,6 +132,11 @@ cn_err cn_ec_set_reopen(cn_ec_set *s, size_t i);
 /* Whether slot i's drive path now names another folder than the one in use (drive.h
  * replaced); cn_ec_set_reopen then switches to it. False for a refused slot. */
 bool cn_ec_set_replaced(cn_ec_set *s, size_t i);
+/* Suspends slot i's drive while running (it now holds another slot's or deployment's
+ * format: drive.h cn_drive_health_refuse; every read and write skips it, the set's record
+ * cache is cleared), or admits it again. Unlike cn_ec_set_refuse the drive stays, so its
+ * owner can see when another folder is put in its place. */
+void cn_ec_set_suspend(cn_ec_set *s, size_t i, bool suspend);
 /* The volumes on slot i's drive alone (restoring buckets onto a new drive). */
 cn_err cn_ec_list_vols_at(cn_ec_set *s, size_t i, cn_drive_vol **out, size_t *n);
 /* True when at least read quorum of the set's drives are online. */

@@ -314,6 +314,14 @@ bool cn_ec_set_replaced(cn_ec_set *s, size_t i)
 	return i < s->n && D(s, i) && D(s, i)->ops->replaced && D(s, i)->ops->replaced(D(s, i));
 }
 
+void cn_ec_set_suspend(cn_ec_set *s, size_t i, bool suspend)
+{
+	if (i < s->n && D(s, i)) {
+		cn_drive_health_refuse(D(s, i), suspend);
+		cn_rcache_clear(s->rc); /* records read from it must not be served */
+	}
+}
+
 cn_err cn_ec_list_vols_at(cn_ec_set *s, size_t i, cn_drive_vol **out, size_t *n)
 {
 	*out = NULL;

@@ -744,10 +744,11 @@ size_t cn_obj__purge_dangling_buckets(cn_obj_store *s, bool dry_run)
 /* --- drive monitor: drives that come back ------------------------------------------------
  * Every drive_check_ms, each slot of a multi-drive set that answers "offline" or has no
  * format record, or whose path names another folder now (drive replaced), is looked at
- * again (drive reopen: the folder removed and made again, wiped in place, or replaced). One that is there and empty is formatted into its slot, gets the
- * buckets, and a heal scan starts at once, as at start (format_all). A drive that now
- * holds another slot's or deployment's format is logged once and left alone (refusing a
- * slot is only safe at start, before requests use its drive). */
+ * again (drive reopen: the folder removed and made again, wiped in place, or replaced).
+ * One that is there and empty is formatted into its slot, gets the buckets, and a heal
+ * scan starts at once, as at start (format_all). A drive that now holds another slot's or
+ * deployment's format is suspended (cn_ec_set_suspend: requests skip it; its pointer stays,
+ * since requests use it without a lock) and logged, until another folder is at its path. */
 static void check_drives(cn_obj_store *s)
 {
 	size_t total = total_drives(s), nnew = 0, nback = 0;
@@ -762,23 +763,63 @@ static void check_drives(cn_obj_store *s)
 				if (n < 2 || !cn_ec_set_endpoint(set, d))
 					continue;
 				cn_drive_info di;
-				bool online = cn_ec_set_drive_info(set, d, &di) == CN_OK && di.online;
 				cn_buf b;
 				cn_buf_init(&b);
-				cn_err re = online ? cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b) : CN_ERR_OFFLINE;
-				/* another folder at the drive's path while the old one lives (moved away, a
-				 * new disk mounted after the old one was detached): switch to it, and take
-				 * it as a drive that came back (formatted when empty, healed either way) */
-				bool moved = re == CN_OK && cn_ec_set_replaced(set, d);
-				if (re == CN_ERR_OFFLINE || re == CN_ERR_NOT_FOUND || moved) {
-					if (cn_ec_set_reopen(set, d) == CN_OK) {
-						b.len = 0;
-						re = cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b);
-					} else {
-						moved = false; /* still the old folder: the next check tries again */
+				cn_err re;
+				bool moved = false;
+				fmt f;
+				if (s->mon_suspended[at]) {
+					/* suspended for a foreign format: until another folder is at its path,
+					 * nothing (then switch, and judge that one's format as below) */
+					if (!cn_ec_set_replaced(set, d) || cn_ec_set_reopen(set, d) != CN_OK) {
+						cn_buf_fini(&b);
+						continue;
+					}
+					moved = true;
+					re = cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b); /* read while suspended */
+					if (re == CN_OK && format_check(s, set, p, k, d, &b, false, &f)) {
+						cn_log(CN_LOG_ERROR, NULL, "object: drive %s (pool %zu set %zu slot %zu): the "
+						       "folder now at its path holds a format record that is not this slot's "
+						       "either: still suspended", cn_ec_set_endpoint(set, d), p, k, d);
+						cn_buf_fini(&b);
+						continue;
+					}
+					cn_ec_set_suspend(set, d, false);
+					s->mon_suspended[at] = false;
+					cn_log(CN_LOG_WARN, NULL, "object: drive %s (pool %zu set %zu slot %zu): another "
+					       "folder is in place of the suspended one: back in service",
+					       cn_ec_set_endpoint(set, d), p, k, d);
+					cn_ec_set_drive_info(set, d, &di);
+				} else {
+					bool online = cn_ec_set_drive_info(set, d, &di) == CN_OK && di.online;
+					re = online ? cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b) : CN_ERR_OFFLINE;
+					/* another folder at the drive's path while the old one lives (moved away,
+					 * a new disk mounted after the old one was detached): switch to it, and
+					 * take it as a drive that came back (formatted when empty, healed) */
+					moved = re == CN_OK && cn_ec_set_replaced(set, d);
+					if (re == CN_ERR_OFFLINE || re == CN_ERR_NOT_FOUND || moved) {
+						if (cn_ec_set_reopen(set, d) == CN_OK) {
+							b.len = 0;
+							re = cn_ec_read_sys(set, d, "format", FORMAT_MAX, &b);
+						} else {
+							moved = false; /* still the old folder: the next check tries again */
+						}
 					}
 				}
-				fmt f;
+				if (re == CN_OK && format_check(s, set, p, k, d, &b, false, &f)) {
+					/* another slot's or deployment's drive: no request may read or write it
+					 * (at start such a slot is refused for good; here the drive stays, so
+					 * that a folder put in its place is seen) */
+					cn_ec_set_suspend(set, d, true);
+					s->mon_suspended[at] = true;
+					s->mon_offline[at] = true;
+					cn_log(CN_LOG_ERROR, NULL, "object: drive %s (pool %zu set %zu slot %zu) now holds "
+					       "a format record that is not this slot's: suspended (requests skip it) "
+					       "until another folder is put at its path, or refused at the next start",
+					       cn_ec_set_endpoint(set, d), p, k, d);
+					cn_buf_fini(&b);
+					continue;
+				}
 				bool formatted = false;
 				if (re == CN_ERR_NOT_FOUND) {
 					cn_err we = format_write(s, set, p, k, d);
@@ -796,7 +837,6 @@ static void check_drives(cn_obj_store *s)
 						       cn_ec_set_endpoint(set, d), p, k, d);
 						is_new[at] = true;
 						nnew++;
-						s->mon_warned[at] = false;
 						formatted = true;
 					}
 				} else if (re == CN_OK && (s->mon_offline[at] || moved ||
@@ -809,13 +849,6 @@ static void check_drives(cn_obj_store *s)
 				 * and heal it again) */
 				s->mon_offline[at] = re != CN_OK && !formatted;
 				s->mon_outages[at] = di.outages;
-				if (re == CN_OK && !s->mon_warned[at] &&
-				           format_check(s, set, p, k, d, &b, false, &f)) {
-					cn_log(CN_LOG_ERROR, NULL, "object: drive %s (pool %zu set %zu slot %zu) now holds "
-					       "a format record that is not this slot's; restart to refuse it",
-					       cn_ec_set_endpoint(set, d), p, k, d);
-					s->mon_warned[at] = true;
-				}
 				cn_buf_fini(&b);
 			}
 		}
@@ -841,10 +874,10 @@ static void monitor_start(cn_obj_store *s)
 	size_t total = total_drives(s);
 	if (s->cfg.drive_check_ms < 0 || total <= s->nsets) /* off, or one-drive sets only */
 		return;
-	s->mon_warned = calloc(total, sizeof *s->mon_warned);
+	s->mon_suspended = calloc(total, sizeof *s->mon_suspended);
 	s->mon_offline = calloc(total, sizeof *s->mon_offline);
 	s->mon_outages = calloc(total, sizeof *s->mon_outages);
-	if (s->mon_warned && s->mon_offline && s->mon_outages)
+	if (s->mon_suspended && s->mon_offline && s->mon_outages)
 		cn_periodic_start(&s->monitor, s->cfg.drive_check_ms > 0 ? s->cfg.drive_check_ms : 5000,
 		                  monitor_run, s);
 }
@@ -852,8 +885,8 @@ static void monitor_start(cn_obj_store *s)
 static void monitor_stop(cn_obj_store *s)
 {
 	cn_periodic_stop(&s->monitor);
-	free(s->mon_warned);
-	s->mon_warned = NULL;
+	free(s->mon_suspended);
+	s->mon_suspended = NULL;
 	free(s->mon_offline);
 	s->mon_offline = NULL;
 	free(s->mon_outages);

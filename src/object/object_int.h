@@ -70,10 +70,11 @@ struct cn_obj_store {
 	bool heal_at_start;
 	/* background removal of stale multipart uploads (multipart.c) */
 	cn_periodic janitor;
-	/* drive monitor (object.c): drives removed or wiped and back are formatted into their
-	 * slot; mon_warned[at] remembers a foreign format already logged */
+	/* drive monitor (object.c): drives removed, wiped or replaced and back are formatted
+	 * into their slot; mon_suspended[at]: the slot's drive holds a foreign format and is
+	 * suspended (cn_ec_set_suspend) until another folder is at its path */
 	cn_periodic monitor;
-	bool *mon_warned;
+	bool *mon_suspended;
 	bool *mon_offline; /* the slot was offline at the last check */
 	uint64_t *mon_outages; /* its drive's outage count at the last check (cn_drive_info) */
 };

@@ -568,11 +568,12 @@ def test_drive_folder_replaced_while_the_old_one_lives(need_multi_drive, drive_s
     shutil.rmtree(old)
 
 
-def test_reappearing_drive_with_another_slots_format_is_left_alone(need_multi_drive, drive_server,
-                                                                   root):
+def test_reappearing_drive_with_another_slots_format_is_suspended(need_multi_drive, drive_server,
+                                                                  root):
     """A drive folder that comes back holding another slot's format (a copy of drive 3 put
-    in drive 2's place) is not formatted over: logged once, its format untouched, and the
-    objects still read."""
+    in drive 2's place) is not formatted over and not used: suspended (logged once, its
+    format untouched, new objects not written to it), the objects still read; an empty
+    folder put in its place then is formatted into the slot and healed."""
     n = 4
     srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
     s3 = make_client(srv)
@@ -582,14 +583,31 @@ def test_reappearing_drive_with_another_slots_format_is_left_alone(need_multi_dr
     drives = drive_dirs(root, n)
     shutil.rmtree(drives[1])
     shutil.copytree(drives[2], drives[1], symlinks=True)
-    want = f"drive {drives[1]} (pool 0 set 0 slot 1) now holds a format record that is not this slot's"
-    wait_until(log_has(srv, want), 30)
+    want = (f"drive {drives[1]} (pool 0 set 0 slot 1) now holds a format record that is not this "
+            "slot's: suspended")
+    assert wait_until(log_has(srv, want), 30)
+    assert "drive 2\n" in open(os.path.join(drives[1], ".cairn.sys", "format")).read()
+    check_all(s3, b, objs, ranges=False)
+    s3.put_object(Bucket=b, Key="while-suspended", Body=b"s" * 2000)
+    assert not record_of(drives[1], b, "while-suspended")
+    assert record_of(drives[0], b, "while-suspended") and record_of(drives[3], b, "while-suspended")
+    time.sleep(6)  # another check: still logged only once, still not used
     log = open(srv.log_path).read()
     assert log.count(want) == 1, log[-3000:]
     assert "drive 2\n" in open(os.path.join(drives[1], ".cairn.sys", "format")).read()
+    # an empty folder in its place: formatted into slot 1, back in service, healed
+    shutil.rmtree(drives[1])
+    os.mkdir(drives[1])
+    assert wait_until(log_has(srv, f"drive {drives[1]} is back and was empty: formatted into pool 0 "
+                                   "set 0 slot 1"), 30)
+    assert f"drive {drives[1]} (pool 0 set 0 slot 1): another folder is in place of the suspended " \
+           "one: back in service" in open(srv.log_path).read()
+    assert "drive 1\n" in open(os.path.join(drives[1], ".cairn.sys", "format")).read()
+    objs["while-suspended"] = b"s" * 2000
+    wait_until(lambda: all(record_of(drives[1], b, k) for k in objs), 60)
+    missing = [k for k in objs if not record_of(drives[1], b, k)]
+    assert not missing, missing
     check_all(s3, b, objs, ranges=False)
-    time.sleep(6)  # another check: still logged only once
-    assert open(srv.log_path).read().count(want) == 1
 
 
 def test_heal_removes_data_no_version_references(need_multi_drive, drive_server, root):

@@ -63,19 +63,38 @@ static bool wait_online(cn_drive *h, int ms)
 	return !cn_drive_health_offline(h);
 }
 
-TEST(test_errors_and_stalls)
+/* A health wrapper (stall 200 ms, probe every 30 ms) over a fault injector over a local
+ * drive in a fresh folder /tmp/<name>.<pid> (written to dir); *fp: the injector. */
+static cn_drive *open_wrapped(char dir[64], const char *name, fdrive **fp)
 {
-	char dir[64];
-	snprintf(dir, sizeof dir, "/tmp/cn_health_test.%d", (int)getpid());
+	snprintf(dir, 64, "/tmp/%s.%d", name, (int)getpid());
 	cn_drive *local;
-	CHECK_EQ_INT(cn_drive_local_open(dir, false, &local), CN_OK);
+	CN_ASSERT(cn_drive_local_open(dir, false, &local) == CN_OK);
 	fdrive *f = calloc(1, sizeof *f);
+	CN_ASSERT(f);
 	f->base.ops = &fops;
 	snprintf(f->base.endpoint, sizeof f->base.endpoint, "%s", dir);
 	f->in = local;
 	cn_drive_health_cfg cfg = { .stall_ms = 200, .probe_ms = 30 };
 	cn_drive *h;
-	CHECK_EQ_INT(cn_drive_health_wrap(&f->base, &cfg, &h), CN_OK);
+	CN_ASSERT(cn_drive_health_wrap(&f->base, &cfg, &h) == CN_OK);
+	*fp = f;
+	return h;
+}
+
+static void close_wrapped(cn_drive *h, const char *dir)
+{
+	cn_drive_close(h);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	CHECK(system(cmd) == 0);
+}
+
+TEST(test_errors_and_stalls)
+{
+	char dir[64];
+	fdrive *f;
+	cn_drive *h = open_wrapped(dir, "cn_health_test", &f);
 
 	CHECK_EQ_INT(h->ops->write_sys(h, "x", "abc", 3), CN_OK);
 	CHECK_EQ_INT(h->ops->stat_vol(h, "nobucket", NULL), CN_ERR_NO_BUCKET); /* data answer */
@@ -119,15 +138,50 @@ TEST(test_errors_and_stalls)
 	CHECK_EQ_INT(h->ops->info(h, &di), CN_OK);
 	CHECK(di.online && di.outages == 2);
 	cn_buf_fini(&b);
-	cn_drive_close(h);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	CHECK(system(cmd) == 0);
+	close_wrapped(h, dir);
+}
+
+/* W5: a refused drive answers like an offline one, nothing reaches it but the format
+ * read (and reopen, replaced), and no probe brings it back; admitted again, it serves. */
+TEST(test_refused)
+{
+	char dir[64];
+	fdrive *f;
+	cn_drive *h = open_wrapped(dir, "cn_health_refuse", &f);
+	CHECK_EQ_INT(h->ops->write_sys(h, "format", "fmt", 3), CN_OK);
+	CHECK_EQ_INT(h->ops->write_sys(h, "x", "abc", 3), CN_OK);
+
+	cn_drive_health_refuse(h, true);
+	int before = atomic_load(&f->calls);
+	cn_buf b;
+	cn_buf_init(&b);
+	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_ERR_OFFLINE);
+	CHECK_EQ_INT(h->ops->write_sys(h, "y", "1", 1), CN_ERR_OFFLINE);
+	CHECK_EQ_INT(h->ops->stat_vol(h, "nobucket", NULL), CN_ERR_OFFLINE);
+	cn_drive_info di;
+	CHECK_EQ_INT(h->ops->info(h, &di), CN_OK);
+	CHECK(!di.online);
+	CHECK_EQ_INT(atomic_load(&f->calls), before); /* none of them reached the drive */
+	CHECK_EQ_INT(h->ops->read_sys(h, "format", 100, &b), CN_OK); /* what decides */
+	CHECK(b.len == 3 && !memcmp(b.p, "fmt", 3));
+	CHECK(!h->ops->replaced(h));
+	usleep(150000); /* several probe intervals: nothing brings it back */
+	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_ERR_OFFLINE);
+	CHECK(!cn_drive_health_offline(h)); /* refused, not counted as an outage */
+
+	cn_drive_health_refuse(h, false);
+	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_OK);
+	CHECK(b.len == 3 && !memcmp(b.p, "abc", 3));
+	CHECK_EQ_INT(h->ops->info(h, &di), CN_OK);
+	CHECK(di.online && di.outages == 0);
+	cn_buf_fini(&b);
+	close_wrapped(h, dir);
 }
 
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
 	RUN(test_errors_and_stalls);
+	RUN(test_refused);
 	TEST_END();
 }
