@@ -30,6 +30,10 @@ typedef struct cn_drive_info {
 	bool online;
 	uint64_t outages; /* times the health wrapper took the drive offline (0 without one):
 	                     a change tells that it was away, however briefly */
+	/* The filesystem the drive's folder lies on and the one its parent folder lies on
+	 * (they differ when the folder is a mounted disk's root): a drive on the filesystem
+	 * that holds the other drives' mount points is a disk not mounted. 0: unknown. */
+	uint64_t fs_id, parent_fs_id;
 } cn_drive_info;
 
 typedef struct cn_drive_vol {
@@ -242,6 +246,8 @@ cn_err cn_drive_health_wrap(cn_drive *inner, const cn_drive_health_cfg *cfg, cn_
  * "format" still reach it, so its owner can see whether it still has to be refused.
  * No-op on a drive that is not a health wrapper. */
 void cn_drive_health_refuse(cn_drive *d, bool refuse);
+/* True when d is a health wrapper whose drive is refused (above). */
+bool cn_drive_health_refused(cn_drive *d);
 /* True when d is a health wrapper that currently holds its drive offline. */
 bool cn_drive_health_offline(cn_drive *d);
 

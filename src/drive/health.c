@@ -560,6 +560,11 @@ void cn_drive_health_refuse(cn_drive *d, bool refuse)
 		atomic_store(&H(d)->refused, refuse);
 }
 
+bool cn_drive_health_refused(cn_drive *d)
+{
+	return d && d->ops == &health_ops && atomic_load(&H(d)->refused);
+}
+
 bool cn_drive_health_offline(cn_drive *d)
 {
 	return d && d->ops == &health_ops && atomic_load(&H(d)->offline);

@@ -753,8 +753,12 @@ static cn_err local_info(cn_drive *dd, cn_drive_info *out)
 	out->used = out->total - (uint64_t)sv.f_bfree * sv.f_frsize;
 	/* a drive folder removed under us (unmounted disk, rm -rf) is not a drive any more:
 	 * its "no such key" answers must not count */
-	struct stat st;
+	struct stat st, up;
 	out->online = fstat(d->root_fd, &st) == 0 && st.st_nlink > 0;
+	if (out->online && fstatat(d->root_fd, "..", &up, 0) == 0) {
+		out->fs_id = (uint64_t)st.st_dev + 1; /* never 0 ("unknown") */
+		out->parent_fs_id = (uint64_t)up.st_dev + 1;
+	}
 	return CN_OK;
 }
 

@@ -137,6 +137,7 @@ bool cn_ec_set_replaced(cn_ec_set *s, size_t i);
  * cache is cleared), or admits it again. Unlike cn_ec_set_refuse the drive stays, so its
  * owner can see when another folder is put in its place. */
 void cn_ec_set_suspend(cn_ec_set *s, size_t i, bool suspend);
+bool cn_ec_set_suspended(cn_ec_set *s, size_t i);
 /* The volumes on slot i's drive alone (restoring buckets onto a new drive). */
 cn_err cn_ec_list_vols_at(cn_ec_set *s, size_t i, cn_drive_vol **out, size_t *n);
 /* True when at least read quorum of the set's drives are online. */

@@ -322,6 +322,11 @@ void cn_ec_set_suspend(cn_ec_set *s, size_t i, bool suspend)
 	}
 }
 
+bool cn_ec_set_suspended(cn_ec_set *s, size_t i)
+{
+	return i < s->n && cn_drive_health_refused(D(s, i));
+}
+
 cn_err cn_ec_list_vols_at(cn_ec_set *s, size_t i, cn_drive_vol **out, size_t *n)
 {
 	*out = NULL;

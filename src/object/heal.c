@@ -524,6 +524,7 @@ cn_err cn_obj_get_state(cn_obj_store *s, cn_obj_state *out)
 				const char *ep = cn_ec_set_endpoint(set, i);
 				snprintf(d->endpoint, sizeof d->endpoint, "%s", ep ? ep : "(refused)");
 				cn_drive_info di;
+				d->suspended = cn_ec_set_suspended(set, i);
 				if (cn_ec_set_drive_info(set, i, &di) == CN_OK) {
 					d->online = di.online;
 					d->total = di.total;

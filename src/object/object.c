@@ -445,6 +445,51 @@ static cn_err format_check(cn_obj_store *s, cn_ec_set *set, size_t p, size_t k, 
 	return CN_OK;
 }
 
+/* An empty drive on the filesystem that holds the set's other drives' mount points, and
+ * sharing it with none of them: a disk that is not mounted, its mount point a folder of the
+ * parent filesystem (formatting it would put the slot's data there). Drives that are all
+ * folders of one filesystem (a laptop, the tests) never look so. */
+static bool looks_unmounted(cn_ec_set *set, size_t d)
+{
+	cn_drive_info me, o;
+	if (cn_ec_set_drive_info(set, d, &me) || !me.online || !me.fs_id)
+		return false;
+	bool below_mounts = false;
+	for (size_t e = 0; e < cn_ec_set_ndrives(set); e++) {
+		if (e == d || cn_ec_set_drive_info(set, e, &o) || !o.online || !o.fs_id)
+			continue;
+		if (o.fs_id == me.fs_id)
+			return false; /* folders of one filesystem */
+		if (o.parent_fs_id != o.fs_id && o.parent_fs_id == me.fs_id)
+			below_mounts = true; /* e is a disk mounted on this filesystem */
+	}
+	return below_mounts;
+}
+
+/* Suspends slot at (set, d) for the drive monitor to look at again (mon_suspended), or,
+ * without a monitor, refuses it for good. */
+static void suspend_slot(cn_obj_store *s, cn_ec_set *set, size_t d, size_t at)
+{
+	if (s->mon_suspended) {
+		cn_ec_set_suspend(set, d, true);
+		s->mon_suspended[at] = true;
+		if (s->mon_offline)
+			s->mon_offline[at] = true;
+	} else {
+		cn_ec_set_refuse(set, d);
+	}
+}
+
+static void suspend_unmounted(cn_obj_store *s, cn_ec_set *set, size_t p, size_t k, size_t d,
+                              size_t at)
+{
+	cn_log(CN_LOG_ERROR, NULL, "object: drive %s (pool %zu set %zu slot %zu) is empty and lies on "
+	       "the filesystem that holds the other drives' mount points: its disk is not mounted? "
+	       "Not formatted; %s", cn_ec_set_endpoint(set, d), p, k, d,
+	       s->mon_suspended ? "suspended until a disk is mounted there" : "refused");
+	suspend_slot(s, set, d, at);
+}
+
 /* Reads, checks and writes the format record of every drive (docs/FORMAT.md §1), refusing
  * drives that belong elsewhere; then checks that every set has quorum. */
 static cn_err format_all(cn_obj_store *s, const cn_err *open_err)
@@ -526,6 +571,10 @@ static cn_err format_all(cn_obj_store *s, const cn_err *open_err)
 					why_err[at] = CN_ERR_INVALID;
 					state[at] = F_BAD;
 					cn_ec_set_refuse(set, d);
+				} else if (state[at] == F_NONE && looks_unmounted(set, d)) {
+					suspend_unmounted(s, set, p, k, d, at);
+					why_err[at] = CN_ERR_OFFLINE;
+					state[at] = F_BAD;
 				} else if (state[at] == F_NONE) {
 					cn_err we = format_write(s, set, p, k, d);
 					if (we) {
@@ -593,7 +642,7 @@ static cn_err format_all(cn_obj_store *s, const cn_err *open_err)
 			cn_ec_set_parity(set, &par, &rrs);
 			cn_err first = CN_OK;
 			for (size_t d = 0; d < n; d++, at++) {
-				ok += cn_ec_set_endpoint(set, d) != NULL;
+				ok += cn_ec_set_endpoint(set, d) != NULL && state[at] != F_BAD; /* refused or suspended */
 				if (!first && why_err[at])
 					first = why_err[at];
 			}
@@ -810,9 +859,7 @@ static void check_drives(cn_obj_store *s)
 					/* another slot's or deployment's drive: no request may read or write it
 					 * (at start such a slot is refused for good; here the drive stays, so
 					 * that a folder put in its place is seen) */
-					cn_ec_set_suspend(set, d, true);
-					s->mon_suspended[at] = true;
-					s->mon_offline[at] = true;
+					suspend_slot(s, set, d, at);
 					cn_log(CN_LOG_ERROR, NULL, "object: drive %s (pool %zu set %zu slot %zu) now holds "
 					       "a format record that is not this slot's: suspended (requests skip it) "
 					       "until another folder is put at its path, or refused at the next start",
@@ -821,6 +868,11 @@ static void check_drives(cn_obj_store *s)
 					continue;
 				}
 				bool formatted = false;
+				if (re == CN_ERR_NOT_FOUND && looks_unmounted(set, d)) {
+					suspend_unmounted(s, set, p, k, d, at);
+					cn_buf_fini(&b);
+					continue;
+				}
 				if (re == CN_ERR_NOT_FOUND) {
 					cn_err we = format_write(s, set, p, k, d);
 					if (!we && s->cfg.durable)
@@ -869,7 +921,9 @@ static void monitor_run(void *arg)
 	check_drives(arg);
 }
 
-static void monitor_start(cn_obj_store *s)
+/* The monitor's state, before format_all (which may suspend a slot): none when the
+ * monitor is off or every set has one drive. */
+static void monitor_alloc(cn_obj_store *s)
 {
 	size_t total = total_drives(s);
 	if (s->cfg.drive_check_ms < 0 || total <= s->nsets) /* off, or one-drive sets only */
@@ -877,7 +931,19 @@ static void monitor_start(cn_obj_store *s)
 	s->mon_suspended = calloc(total, sizeof *s->mon_suspended);
 	s->mon_offline = calloc(total, sizeof *s->mon_offline);
 	s->mon_outages = calloc(total, sizeof *s->mon_outages);
-	if (s->mon_suspended && s->mon_offline && s->mon_outages)
+	if (!s->mon_suspended || !s->mon_offline || !s->mon_outages) {
+		free(s->mon_suspended);
+		free(s->mon_offline);
+		free(s->mon_outages);
+		s->mon_suspended = NULL;
+		s->mon_offline = NULL;
+		s->mon_outages = NULL;
+	}
+}
+
+static void monitor_start(cn_obj_store *s)
+{
+	if (s->mon_suspended)
 		cn_periodic_start(&s->monitor, s->cfg.drive_check_ms > 0 ? s->cfg.drive_check_ms : 5000,
 		                  monitor_run, s);
 }
@@ -1041,8 +1107,10 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 	size_t cache = record_cache_budget();
 	for (size_t i = 0; i < s->nsets && !e; i++)
 		e = cn_ec_set_cache(s->sets[i], cache / s->nsets);
-	if (!e)
+	if (!e) {
+		monitor_alloc(s);
 		e = format_all(s, open_err);
+	}
 	free(open_err);
 	if (e) {
 		cn_obj_store_close(s);

@@ -412,6 +412,7 @@ typedef struct cn_obj_drive_state {
 	char endpoint[256];
 	unsigned pool, set, slot;
 	bool online;
+	bool suspended; /* holds another slot's format, or an unmounted disk's mount point */
 	uint64_t total, free;
 } cn_obj_drive_state;
 typedef struct cn_obj_state {

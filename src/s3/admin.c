@@ -94,7 +94,9 @@ static void admin_info(cn_s3_req *r)
 		json_object_set_new(o, "pool", json_integer(d->pool));
 		json_object_set_new(o, "set", json_integer(d->set));
 		json_object_set_new(o, "slot", json_integer(d->slot));
-		json_object_set_new(o, "state", json_string(d->online ? "online" : "offline"));
+		json_object_set_new(o, "state", json_string(d->online      ? "online"
+		                                            : d->suspended ? "suspended"
+		                                                           : "offline"));
 		json_object_set_new(o, "totalSpace", json_integer(jint(d->total)));
 		json_object_set_new(o, "freeSpace", json_integer(jint(d->free)));
 		json_object_set_new(o, "usedSpace",

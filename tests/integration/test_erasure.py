@@ -594,6 +594,9 @@ def test_reappearing_drive_with_another_slots_format_is_suspended(need_multi_dri
     time.sleep(6)  # another check: still logged only once, still not used
     log = open(srv.log_path).read()
     assert log.count(want) == 1, log[-3000:]
+    states = [d["state"] for d in json.loads(admin_cli(srv, "info", "--json"))["drives"]]
+    assert states == ["online", "suspended", "online", "online"], states
+    assert re.search(r"^0 +0 +1 +suspended ", admin_cli(srv, "info"), re.M), admin_cli(srv, "info")
     assert "drive 2\n" in open(os.path.join(drives[1], ".cairn.sys", "format")).read()
     # an empty folder in its place: formatted into slot 1, back in service, healed
     shutil.rmtree(drives[1])
@@ -603,6 +606,8 @@ def test_reappearing_drive_with_another_slots_format_is_suspended(need_multi_dri
     assert f"drive {drives[1]} (pool 0 set 0 slot 1): another folder is in place of the suspended " \
            "one: back in service" in open(srv.log_path).read()
     assert "drive 1\n" in open(os.path.join(drives[1], ".cairn.sys", "format")).read()
+    states = [d["state"] for d in json.loads(admin_cli(srv, "info", "--json"))["drives"]]
+    assert states == ["online"] * 4, states
     objs["while-suspended"] = b"s" * 2000
     wait_until(lambda: all(record_of(drives[1], b, k) for k in objs), 60)
     missing = [k for k in objs if not record_of(drives[1], b, k)]

@@ -8,8 +8,11 @@
 #include "object/object_int.h"
 #include "test.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,6 +99,8 @@ static void drive_names(size_t npools, size_t nsets, size_t size)
 				         (unsigned)(p & 3), (unsigned)(k & 15), (unsigned)(d & 15));
 }
 
+static int64_t topo_check_ms; /* the drive monitor's period in open_topo (0: 5 s) */
+
 /* Opens pools x sets x size (same shape in every pool); parity 0 for one-drive sets. */
 static cn_err open_topo(size_t npools, size_t nsets, size_t size, unsigned parity, cn_obj_store **out)
 {
@@ -110,7 +115,8 @@ static cn_err open_topo(size_t npools, size_t nsets, size_t size, unsigned parit
 	}
 	cn_obj_topology t = { .pools = ps, .npools = npools, .parity_standard = parity,
 	                      .parity_rrs = parity ? 1 : 0 };
-	cn_obj_config cfg = { .durable = false, .inline_max = 128 * 1024, .heal_scan_ms = -1 };
+	cn_obj_config cfg = { .durable = false, .inline_max = 128 * 1024, .heal_scan_ms = -1,
+		                  .drive_check_ms = topo_check_ms };
 	*out = NULL;
 	return cn_obj_store_open_topology(&t, &cfg, out);
 }
@@ -154,6 +160,21 @@ static char *log_capture_end(void)
 		fclose(f);
 	}
 	return t;
+}
+
+/* open_topo with the log captured: CN_OK expected; true when the log holds want. */
+static bool open_topo_logs(size_t npools, size_t nsets, size_t size, unsigned parity,
+                           cn_obj_store **out, const char *want)
+{
+	log_capture_begin();
+	cn_err e = open_topo(npools, nsets, size, parity, out);
+	char *log = log_capture_end();
+	CHECK_EQ_INT(e, CN_OK);
+	bool has = strstr(log, want) != NULL;
+	if (!has)
+		fprintf(stderr, "  log: %s\n", log);
+	free(log);
+	return has;
 }
 
 static void write_file(const char *path, const char *text)
@@ -590,15 +611,10 @@ TEST(test_wiped_drive_reformatted)
 	snprintf(dep, sizeof dep, "%s", s->deployment);
 	cn_obj_store_close(s);
 	sh("rm -rf %s", drives[0][2][0]);
-	log_capture_begin();
-	cn_err e = open_topo(1, 4, 1, 0, &s);
-	char *log = log_capture_end();
-	CHECK_EQ_INT(e, CN_OK);
 	char want[256];
 	snprintf(want, sizeof want, "drive %s was empty: formatted into pool 0 set 2 slot 0 (it will "
 	         "be healed)", drives[0][2][0]);
-	CHECK(strstr(log, want) != NULL);
-	free(log);
+	CHECK(open_topo_logs(1, 4, 1, 0, &s, want));
 	if (!s)
 		return;
 	CHECK_EQ_STR(s->deployment, dep);
@@ -774,6 +790,57 @@ TEST(test_old_single_drive_format_opens)
 	CHECK_EQ_INT(cn_obj_store_open_topology(&t, &cfg, &s), CN_ERR_INVALID);
 }
 
+/* A disk that is not mounted: its mount point, an empty folder of the filesystem that holds
+ * the other drives' mount points, is not formatted (its slot would fill the parent
+ * filesystem) but suspended; once a disk is mounted there, the drive monitor formats it
+ * into its slot. Drives are tmpfs mounts in a private mount namespace (root only). */
+TEST(test_unmounted_disk_not_formatted)
+{
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		fprintf(stderr, "  (test_unmounted_disk_not_formatted: no private mount namespace here "
+		        "(%s): skipped)\n", strerror(errno));
+		return;
+	}
+	fresh();
+	drive_names(1, 1, 4);
+	for (int d = 0; d < 4; d++) {
+		sh("mkdir -p %s", drives[0][0][d]);
+		CN_ASSERT(mount("tmpfs", drives[0][0][d], "tmpfs", 0, "size=32m") == 0);
+	}
+	topo_check_ms = 50;
+	cn_obj_store *s;
+	CHECK_EQ_INT(open_topo(1, 1, 4, 2, &s), CN_OK);
+	if (!s)
+		return;
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
+	cn_obj_store_close(s);
+	const char *d2 = drives[0][0][2];
+	CN_ASSERT(umount2(d2, MNT_DETACH) == 0); /* its disk is gone: the bare mount point */
+	char want[300];
+	snprintf(want, sizeof want, "drive %s (pool 0 set 0 slot 2) is empty and lies on the "
+	         "filesystem that holds the other drives' mount points", d2);
+	CHECK(open_topo_logs(1, 1, 4, 2, &s, want));
+	if (!s)
+		return;
+	CHECK(!exists(d2, ".cairn.sys/format") && !exists(d2, "bkt"));
+	usleep(300000); /* several drive checks: still nothing written there */
+	CHECK(!exists(d2, ".cairn.sys/format"));
+	CHECK_EQ_INT(cn_obj_head_bucket(s, "bkt", NULL), CN_OK);
+	/* a disk mounted there: formatted into slot 2, the bucket restored */
+	CN_ASSERT(mount("tmpfs", d2, "tmpfs", 0, "size=32m") == 0);
+	for (int i = 0; i < 200 && !exists(d2, "bkt"); i++)
+		usleep(20000);
+	CHECK(exists(d2, ".cairn.sys/format") && exists(d2, "bkt"));
+	char path[256], text[1024];
+	snprintf(path, sizeof path, "%s/.cairn.sys/format", d2);
+	read_file(path, text, sizeof text);
+	CHECK(strstr(text, "\ndrive 2\n") != NULL);
+	cn_obj_store_close(s);
+	topo_check_ms = 0;
+	for (int d = 0; d < 4; d++)
+		umount2(drives[0][0][d], MNT_DETACH);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -788,6 +855,7 @@ int main(void)
 	RUN(test_foreign_and_moved_drives_refused);
 	RUN(test_refused_drives_in_coded_sets);
 	RUN(test_old_single_drive_format_opens);
+	RUN(test_unmounted_disk_not_formatted);
 	sh("rm -rf %s", base);
 	TEST_END();
 }
