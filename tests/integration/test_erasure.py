@@ -156,6 +156,16 @@ def wait_until(cond, seconds):
     return cond()
 
 
+def filled_set(drive_server, root, n, name, seed):
+    """A server over n drive folders in root with one bucket holding put_all's objects:
+    (srv, s3, bucket, objs, the drive folders)."""
+    srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
+    s3 = make_client(srv)
+    b = unique_bucket(name)
+    s3.create_bucket(Bucket=b)
+    return srv, s3, b, put_all(s3, b, seed=seed), drive_dirs(root, n)
+
+
 def restart_without(srv, gone):
     """Restarts srv with the drive folders in gone removed; a client of it."""
     srv.stop()
@@ -498,12 +508,7 @@ def test_removed_drive_formatted_when_it_reappears(need_multi_drive, drive_serve
     point) is formatted into its slot within a few drive checks (every 5 s), gets the
     buckets back and is healed: proven by reading everything with M other drives gone."""
     n, m = 4, 2
-    srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
-    s3 = make_client(srv)
-    b = unique_bucket("back")
-    s3.create_bucket(Bucket=b)
-    objs = put_all(s3, b, seed=11)
-    drives = drive_dirs(root, n)
+    srv, s3, b, objs, drives = filled_set(drive_server, root, n, "back", 11)
     victim = drives[1]
     shutil.rmtree(victim)
     check_all(s3, b, objs, ranges=False)
@@ -542,12 +547,7 @@ def test_drive_folder_replaced_while_the_old_one_lives(need_multi_drive, drive_s
     disk mounted where a failed one was detached) is switched to within a few drive checks:
     formatted into its slot and healed, and later writes land in it, not in the old one."""
     n, m = 4, 2
-    srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
-    s3 = make_client(srv)
-    b = unique_bucket("swap")
-    s3.create_bucket(Bucket=b)
-    objs = put_all(s3, b, seed=13)
-    drives = drive_dirs(root, n)
+    srv, s3, b, objs, drives = filled_set(drive_server, root, n, "swap", 13)
     victim = drives[2]
     old = victim + ".old"
     os.rename(victim, old)
@@ -575,12 +575,7 @@ def test_reappearing_drive_with_another_slots_format_is_suspended(need_multi_dri
     format untouched, new objects not written to it), the objects still read; an empty
     folder put in its place then is formatted into the slot and healed."""
     n = 4
-    srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
-    s3 = make_client(srv)
-    b = unique_bucket("foreign")
-    s3.create_bucket(Bucket=b)
-    objs = put_all(s3, b, seed=12)
-    drives = drive_dirs(root, n)
+    srv, s3, b, objs, drives = filled_set(drive_server, root, n, "foreign", 12)
     shutil.rmtree(drives[1])
     shutil.copytree(drives[2], drives[1], symlinks=True)
     want = (f"drive {drives[1]} (pool 0 set 0 slot 1) now holds a format record that is not this "
