@@ -45,6 +45,12 @@ const unsigned char *cn_ec_rec_bytes(const cn_ec_rec *r, size_t *len);
  * atomics: a reader that misses a mark only checks again). */
 bool cn_ec_rec_block_checked(const cn_ec_rec *r, size_t block);
 void cn_ec_rec_mark_checked(cn_ec_rec *r, size_t block);
+/* The version identity (set.c's E2 hash) of the record, computed once by the read that
+ * decoded it in full: set before the record is shared (the record cache's insert), read
+ * by later hits so they need not decode the user metadata to compare versions. get:
+ * false when never set. */
+void cn_ec_rec_set_ident(cn_ec_rec *r, uint64_t ident);
+bool cn_ec_rec_get_ident(const cn_ec_rec *r, uint64_t *ident);
 
 /* One version's metadata as stored in each drive's record. Strings are NUL-terminated;
  * meta, parts and inline_data are owned (cn_ec_meta_fini frees), except that inline_data
@@ -73,6 +79,8 @@ typedef struct cn_ec_meta {
 	 * version, else the version id; a delete marker has no data (inline, empty) */
 	char version_id[CN_EC_VERSION_ID_MAX + 1];
 	bool delete_marker;
+	/* decoded by cn_ec_meta_decode_rec_partial: meta and parts left out (NULL, 0) */
+	bool partial;
 } cn_ec_meta;
 
 void cn_ec_meta_init(cn_ec_meta *m);
@@ -91,6 +99,12 @@ cn_err cn_ec_meta_decode_verified(const void *p, size_t len, bool skip_inline, c
  * copying its inline stream: m->inline_data then points into r and m holds a reference
  * to r (m->inline_rec) until cn_ec_meta_fini or cn_ec_meta_drop_inline. */
 cn_err cn_ec_meta_decode_rec(cn_ec_rec *r, bool skip_inline, bool verified, cn_ec_meta *m);
+/* The same for a verified shared record (the record cache's, checked in full when it was
+ * read), leaving out its user metadata and parts: no allocation but the reference. For
+ * the records a quorum read only compares (by cn_ec_rec_get_ident) and takes the inline
+ * stream of; m->partial is set, and the record is decoded in full where m is to be
+ * returned. */
+cn_err cn_ec_meta_decode_rec_partial(cn_ec_rec *r, bool skip_inline, cn_ec_meta *m);
 /* Releases m's inline bytes (freed, or its reference to the shared record dropped);
  * inline_data becomes NULL, has_inline and inline_len stay. */
 void cn_ec_meta_drop_inline(cn_ec_meta *m);

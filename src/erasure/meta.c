@@ -80,6 +80,8 @@ struct cn_ec_rec {
 	_Atomic uint64_t checked; /* inline blocks whose hash matched (cn_ec_rec_block_checked) */
 	size_t len;
 	unsigned char *p;
+	uint64_t ident; /* cn_ec_rec_set_ident, before the record is shared */
+	bool has_ident;
 };
 
 cn_ec_rec *cn_ec_rec_wrap(void *p, size_t len)
@@ -91,7 +93,21 @@ cn_ec_rec *cn_ec_rec_wrap(void *p, size_t len)
 	atomic_init(&r->checked, 0);
 	r->len = len;
 	r->p = p;
+	r->ident = 0;
+	r->has_ident = false;
 	return r;
+}
+
+void cn_ec_rec_set_ident(cn_ec_rec *r, uint64_t ident)
+{
+	r->ident = ident;
+	r->has_ident = true;
+}
+
+bool cn_ec_rec_get_ident(const cn_ec_rec *r, uint64_t *ident)
+{
+	*ident = r->ident;
+	return r->has_ident;
 }
 
 cn_ec_rec *cn_ec_rec_ref(cn_ec_rec *r)
@@ -252,9 +268,10 @@ static char *dup_str(const unsigned char *p, size_t len)
 	return s;
 }
 
-/* share: the record p lies in (inline bytes referenced, not copied), or NULL. */
+/* share: the record p lies in (inline bytes referenced, not copied), or NULL. partial:
+ * the meta and part fields are skipped unchecked (a record checked in full before). */
 static cn_err decode_body(const unsigned char *p, size_t len, bool skip_inline, cn_ec_rec *share,
-                          cn_ec_meta *m)
+                          bool partial, cn_ec_meta *m)
 {
 	bool have_size = false, have_mtime = false, have_ec = false;
 	size_t meta_cap = 0, parts_cap = 0;
@@ -270,6 +287,8 @@ static cn_err decode_body(const unsigned char *p, size_t len, bool skip_inline, 
 		const unsigned char *v = p;
 		p += flen;
 		len -= flen;
+		if (partial && (type == F_META || type == F_PART))
+			continue;
 		switch (type) {
 		case F_SIZE:
 		case F_MTIME: {
@@ -417,7 +436,7 @@ static cn_err decode_body(const unsigned char *p, size_t len, bool skip_inline, 
 }
 
 static cn_err decode(const void *vp, size_t len, bool skip_inline, bool check_crc,
-                     cn_ec_rec *share, cn_ec_meta *m)
+                     cn_ec_rec *share, bool partial, cn_ec_meta *m)
 {
 	const unsigned char *p = vp;
 	cn_ec_meta_init(m);
@@ -429,25 +448,31 @@ static cn_err decode(const void *vp, size_t len, bool skip_inline, bool check_cr
 		return CN_ERR_CORRUPT;
 	if (check_crc && rec_crc(p, len - 4) != get32(p + len - 4))
 		return CN_ERR_CORRUPT;
-	cn_err e = decode_body(p + hlen, blen, skip_inline, share, m);
+	cn_err e = decode_body(p + hlen, blen, skip_inline, share, partial, m);
 	if (e) {
 		cn_ec_meta_fini(m);
 		return e == CN_ERR_NOMEM ? e : CN_ERR_CORRUPT;
 	}
+	m->partial = partial;
 	return CN_OK;
 }
 
 cn_err cn_ec_meta_decode(const void *p, size_t len, bool skip_inline, cn_ec_meta *m)
 {
-	return decode(p, len, skip_inline, true, NULL, m);
+	return decode(p, len, skip_inline, true, NULL, false, m);
 }
 
 cn_err cn_ec_meta_decode_verified(const void *p, size_t len, bool skip_inline, cn_ec_meta *m)
 {
-	return decode(p, len, skip_inline, false, NULL, m);
+	return decode(p, len, skip_inline, false, NULL, false, m);
 }
 
 cn_err cn_ec_meta_decode_rec(cn_ec_rec *r, bool skip_inline, bool verified, cn_ec_meta *m)
 {
-	return decode(r->p, r->len, skip_inline, !verified, r, m);
+	return decode(r->p, r->len, skip_inline, !verified, r, false, m);
+}
+
+cn_err cn_ec_meta_decode_rec_partial(cn_ec_rec *r, bool skip_inline, cn_ec_meta *m)
+{
+	return decode(r->p, r->len, skip_inline, false, r, true, m);
 }

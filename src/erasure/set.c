@@ -944,30 +944,52 @@ typedef enum rec_kind { REC_CURRENT, REC_VERSION, REC_UPLOAD } rec_kind;
 
 typedef struct decode_arg {
 	bool skip_inline;
+	bool partial_ok;   /* the caller takes a partial meta (read_one's `partial`) */
 	cn_ec_meta *m;
 	cn_err e;
+	uint64_t ident;
+	cn_ec_rec *partial; /* set: m is partial, decoded from this record (a reference) */
 } decode_arg;
 
 static void decode_cached(cn_ec_rec *rec, void *arg)
 {
 	decode_arg *a = arg;
 	/* CRC checked when it was read; the inline stream stays in the cached record, which
-	 * the meta now holds a reference to (no copy) */
+	 * the meta now holds a reference to (no copy). The identity computed when it was read
+	 * spares decoding the user metadata of a record the caller only compares. */
+	if (a->partial_ok && cn_ec_rec_get_ident(rec, &a->ident)) {
+		a->e = cn_ec_meta_decode_rec_partial(rec, a->skip_inline, a->m);
+		if (!a->e)
+			a->partial = cn_ec_rec_ref(rec);
+		return;
+	}
 	a->e = cn_ec_meta_decode_rec(rec, a->skip_inline, true, a->m);
 }
 
 /* Reads drive d's record. cache: through the record cache (current records only; never
- * for heal, which must see the drives as they are: erasure_int.h). */
+ * for heal, which must see the drives as they are: erasure_int.h). ident (may be NULL):
+ * the record's rec_identity. partial (may be NULL; only with ident): a cache hit may
+ * leave m partial (cn_ec_meta_decode_rec_partial) and return in *partial a reference to
+ * the record to decode it in full from (complete_partial); else *partial = NULL. */
 static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, const char *key,
-                       const char *name, bool skip_inline, bool cache, cn_ec_meta *m)
+                       const char *name, bool skip_inline, bool cache, cn_ec_meta *m,
+                       uint64_t *ident, cn_ec_rec **partial)
 {
 	uint64_t gen = 0;
 	cn_drive *dr = D(s, d);
+	if (partial)
+		*partial = NULL;
 	cache = cache && kind == REC_CURRENT && dr && d >= s->read_skip;
 	if (cache) { /* a hit is decoded where it is cached: no copy of the record */
-		decode_arg a = { skip_inline, m, CN_OK };
-		if (cn_rcache_visit(s->rc, (unsigned)d, vol, key, decode_cached, &a, &gen))
-			return a.e; /* decoded and checked (slot, layout) when it was cached */
+		decode_arg a = { skip_inline, partial != NULL, m, CN_OK, 0, NULL };
+		if (cn_rcache_visit(s->rc, (unsigned)d, vol, key, decode_cached, &a, &gen)) {
+			/* decoded and checked (slot, layout) when it was cached */
+			if (!a.e && ident)
+				*ident = a.partial ? a.ident : rec_identity(m);
+			if (partial)
+				*partial = a.partial;
+			return a.e;
+		}
 	}
 	cn_buf rec;
 	cn_buf_init(&rec);
@@ -1001,8 +1023,15 @@ static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
 			cn_ec_meta_fini(m);
 			e = CN_ERR_CORRUPT; /* a record of another slot or layout */
 		}
-		if (!e && cache)
-			cn_rcache_insert(s->rc, (unsigned)d, vol, key, shared, gen); /* R2 */
+		if (!e && (cache || ident)) {
+			uint64_t id = rec_identity(m);
+			if (ident)
+				*ident = id;
+			if (cache) {
+				cn_ec_rec_set_ident(shared, id); /* before the cache shares it */
+				cn_rcache_insert(s->rc, (unsigned)d, vol, key, shared, gen); /* R2 */
+			}
+		}
 		cn_ec_rec_unref(shared);
 		if (e == CN_ERR_CORRUPT)
 			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt record of %s/%s%s%s",
@@ -1038,6 +1067,17 @@ static void early_order(const cn_ec_set *s, const char *vol, const char *key, si
 			order[i++] = d;
 }
 
+/* Decodes in full the meta read_one left partial from record src (NULL: m is whole). The
+ * record decoded to the same layout when it was cached; its inline stream is taken again
+ * from the same bytes. */
+static cn_err complete_partial(cn_ec_meta *m, cn_ec_rec *src, bool skip_inline)
+{
+	if (!src)
+		return CN_OK;
+	cn_ec_meta_fini(m);
+	return cn_ec_meta_decode_rec(src, skip_inline, true, m);
+}
+
 /* Reads the record from every drive and picks the version most drives agree on (E2).
  * ms[] (n entries, initialized) get each drive's record; agree[d] says drive d holds the
  * chosen one; *pick is one such drive. unread non-NULL: early-out (E7), unread[d] says
@@ -1063,14 +1103,17 @@ static cn_err read_quorum_recs(cn_ec_set *s, rec_kind kind, const char *vol, con
 		if (unread)
 			unread[d] = early;
 	}
+	/* cache hits of records that carry their identity are decoded partially (no user
+	 * metadata copied out of each of up to 16 records); the chosen one is completed below */
+	cn_ec_rec *partial[CN_EC_MAX_DRIVES] = { NULL };
 	for (size_t i = 0; i < n; i++) {
 		size_t d = order[i];
 		if (unread)
 			unread[d] = false;
-		errs[d] = read_one(s, d, kind, vol, key, name, skip_inline, unread != NULL, &ms[d]);
+		errs[d] = read_one(s, d, kind, vol, key, name, skip_inline, unread != NULL, &ms[d],
+		                   &ids[d], &partial[d]);
 		if (errs[d])
 			continue;
-		ids[d] = rec_identity(&ms[d]);
 		if (!early)
 			continue;
 		size_t c = 0;
@@ -1109,7 +1152,13 @@ static cn_err read_quorum_recs(cn_ec_set *s, rec_kind kind, const char *vol, con
 		if (best < n && best_n < rec_quorum(s, &ms[best]))
 			best = n;
 	}
+	cn_err e = best < n ? complete_partial(&ms[best], partial[best], skip_inline) : CN_OK;
+	for (size_t d = 0; d < n; d++)
+		cn_ec_rec_unref(partial[d]);
+	if (e)
+		return e;
 	if (best < n) {
+		CN_ASSERT(!ms[best].partial);
 		for (size_t d = 0; d < n; d++)
 			agree[d] = !errs[d] && ids[d] == ids[best];
 		*pick = best;
@@ -1140,7 +1189,7 @@ static cn_err read_rec(cn_ec_set *s, rec_kind kind, const char *vol, const char 
                        const char *name, bool skip_inline, cn_ec_meta *m)
 {
 	if (!coded(s))
-		return read_one(s, 0, kind, vol, key, name, skip_inline, true, m);
+		return read_one(s, 0, kind, vol, key, name, skip_inline, true, m, NULL, NULL);
 	cn_ec_meta ms[CN_EC_MAX_DRIVES];
 	bool agree[CN_EC_MAX_DRIVES];
 	size_t pick = 0;
@@ -1260,8 +1309,9 @@ static cn_err open_plain(cn_ec_reader *r, const char *vid, cn_ec_meta *m)
 	cn_err e = CN_OK;
 	for (int tries = 0; tries < OPEN_RETRIES; tries++) {
 		cn_ec_meta_fini(m);
-		if ((e = vid ? read_one(s, 0, REC_VERSION, r->vol, r->key, vid, false, false, m)
-		             : read_one(s, 0, REC_CURRENT, r->vol, r->key, NULL, false, true, m)))
+		if ((e = vid ? read_one(s, 0, REC_VERSION, r->vol, r->key, vid, false, false, m, NULL, NULL)
+		             : read_one(s, 0, REC_CURRENT, r->vol, r->key, NULL, false, true, m, NULL,
+		                        NULL)))
 			break;
 		r->size = m->size;
 		if (m->has_inline) {
@@ -1389,9 +1439,10 @@ static bool reader_complete(cn_ec_reader *r)
 		r->unread[d] = false;
 		cn_ec_meta m;
 		cn_ec_meta_init(&m);
+		uint64_t id = 0;
 		cn_err e = read_one(s, d, r->vid[0] ? REC_VERSION : REC_CURRENT, r->vol, r->key,
-		                    r->vid[0] ? r->vid : NULL, false, false, &m);
-		if (!e && rec_identity(&m) == r->ident) {
+		                    r->vid[0] ? r->vid : NULL, false, false, &m, &id, NULL);
+		if (!e && id == r->ident) {
 			reader_take_slot(r, d, &m);
 			more = true;
 		} else if (e == CN_ERR_OFFLINE) {
@@ -2052,7 +2103,8 @@ static cn_err add_ref(cn_ec_set *s, size_t d, const char *vol, const char *key, 
 {
 	cn_ec_meta m;
 	cn_ec_meta_init(&m);
-	cn_err e = read_one(s, d, vid ? REC_VERSION : REC_CURRENT, vol, key, vid, true, false, &m);
+	cn_err e = read_one(s, d, vid ? REC_VERSION : REC_CURRENT, vol, key, vid, true, false, &m,
+	                    NULL, NULL);
 	if (e == CN_ERR_NO_KEY || e == CN_ERR_NOT_FOUND)
 		e = CN_OK; /* none (removed meanwhile, or never there) */
 	else if (!e && m.data_id[0] && !names_add(refs, nr, cap, m.data_id, false))
@@ -2134,7 +2186,8 @@ cn_err cn_ec_purge_dangling(cn_ec_set *s, const char *vol, const char *key, cons
 	size_t unknown = 0, have = 0;
 	for (size_t d = 0; d < s->n; d++) {
 		cn_ec_meta_init(&ms[d]);
-		errs[d] = read_one(s, d, vid ? REC_VERSION : REC_CURRENT, vol, key, vid, true, false, &ms[d]);
+		errs[d] = read_one(s, d, vid ? REC_VERSION : REC_CURRENT, vol, key, vid, true, false, &ms[d],
+		                   NULL, NULL);
 		if (errs[d] == CN_ERR_NOMEM) {
 			for (size_t j = 0; j <= d; j++)
 				cn_ec_meta_fini(&ms[j]);
@@ -2270,7 +2323,7 @@ static cn_err rewrite_meta(cn_ec_set *s, const char *vol, const char *key, const
 		if (coded(s)) {
 			/* this drive's own record of the same version */
 			errs[d] = read_one(s, d, vid ? REC_VERSION : REC_CURRENT, vol, key, vid, false, false,
-			                   &own);
+			                   &own, NULL, NULL);
 			if (!errs[d]) {
 				cn_kv *mm = own.meta;
 				size_t nm = own.nmeta;
