@@ -793,7 +793,7 @@ cn_err cn_ec_writer_commit(cn_ec_writer *w, const char *vol, const char *key, cn
 	if (m->size != w->written)
 		return CN_ERR_INVALID;
 	m->has_inline = false;
-	snprintf(m->data_id, sizeof m->data_id, "%s", w->data_id);
+	cn_strlcpy(m->data_id, w->data_id, sizeof m->data_id);
 	if (!coded(w->s))
 		return commit(w->s, w->tmp_id, w->data_id, vol, key, m, 1, 0, NULL, NULL);
 	return commit(w->s, w->tmp_id, w->data_id, vol, key, m, w->k, w->m, w->dist, w->ok);
@@ -1299,7 +1299,7 @@ static cn_err reader_parts(cn_ec_reader *r, const cn_ec_meta *m)
 		return CN_ERR_CORRUPT;
 	}
 	r->nparts = np;
-	snprintf(r->data_id, sizeof r->data_id, "%s", m->data_id);
+	cn_strlcpy(r->data_id, m->data_id, sizeof r->data_id);
 	return CN_OK;
 }
 
@@ -1623,7 +1623,7 @@ static cn_err open_version(cn_ec_set *s, const char *vol, const char *key, const
 	r->s = s;
 	r->vol = strdup(vol);
 	r->key = strdup(key);
-	snprintf(r->vid, sizeof r->vid, "%s", vid ? vid : "");
+	cn_strlcpy(r->vid, vid ? vid : "", sizeof r->vid);
 	cn_err e = r->vol && r->key ? CN_OK : CN_ERR_NOMEM;
 	if (!e)
 		e = coded(s) ? open_coded(r, vid, full, m) : open_plain(r, vid, m);

@@ -125,7 +125,7 @@ static bool head_complete(cn_conn *c)
 	size_t from = c->off + (c->scanned > 3 ? c->scanned - 3 : 0);
 	if (from < c->off)
 		from = c->off;
-	const char *p = memmem(c->buf + from, c->len - from, "\r\n\r\n", 4);
+	const char *p = cn_find_crlfcrlf(c->buf + from, c->len - from);
 	c->scanned = c->len - c->off;
 	return p != NULL;
 }
@@ -135,7 +135,7 @@ bool cn_conn_has_head(cn_conn *c)
 	if (!c->buf || c->off == c->len)
 		return false;
 	c->scanned = 0;
-	return memmem(c->buf + c->off, c->len - c->off, "\r\n\r\n", 4) != NULL;
+	return cn_find_crlfcrlf(c->buf + c->off, c->len - c->off) != NULL;
 }
 
 static const char slowdown[] =

@@ -252,7 +252,7 @@ void cn_obj__drop_data(cn_obj_store *s, cn_ec_set *set, const char *bucket, cons
 		if (newest && (d = calloc(1, sizeof *d)) && (d->bucket = strdup(bucket)) &&
 		    (d->key = strdup(key))) {
 			d->set = set;
-			snprintf(d->data_id, sizeof d->data_id, "%s", data_id);
+			cn_strlcpy(d->data_id, data_id, sizeof d->data_id);
 			d->next = newest->drops;
 			newest->drops = d;
 			pthread_mutex_unlock(&st->mu);
@@ -1415,7 +1415,7 @@ cn_err cn_obj_head_bucket(cn_obj_store *s, const char *name, cn_bucket_info *out
 	if (e)
 		return e;
 	if (out) {
-		snprintf(out->name, sizeof out->name, "%s", name);
+		cn_strlcpy(out->name, name, sizeof out->name);
 		out->created_ms = bucket_created(s, name, mtime);
 	}
 	return CN_OK;
@@ -1492,7 +1492,7 @@ cn_err cn_obj_list_buckets(cn_obj_store *s, cn_bucket_info **out, size_t *n)
 	for (size_t i = 0; i < nv; i++) {
 		if (!cn_obj_bucket_name_valid(v[i].name))
 			continue;
-		snprintf(b[k].name, sizeof b[k].name, "%s", v[i].name);
+		cn_strlcpy(b[k].name, v[i].name, sizeof b[k].name);
 		b[k].created_ms = bucket_created(s, v[i].name, v[i].created_ms);
 		k++;
 	}
@@ -1529,12 +1529,12 @@ const char *cn_obj_info_get(const cn_obj_info *i, const char *name)
 void cn_obj__info_from_meta(cn_obj_info *info, cn_ec_meta *m)
 {
 	cn_obj_info_fini(info);
-	snprintf(info->etag, sizeof info->etag, "%s", m->etag);
+	cn_strlcpy(info->etag, m->etag, sizeof info->etag);
 	info->size = m->size;
 	info->mtime_ms = m->mtime_ms;
-	snprintf(info->storage_class, sizeof info->storage_class, "%s",
-	         m->storage_class[0] ? m->storage_class : "STANDARD");
-	snprintf(info->version_id, sizeof info->version_id, "%s", m->version_id);
+	cn_strlcpy(info->storage_class, m->storage_class[0] ? m->storage_class : "STANDARD",
+	           sizeof info->storage_class);
+	cn_strlcpy(info->version_id, m->version_id, sizeof info->version_id);
 	info->delete_marker = m->delete_marker;
 	info->meta = m->meta;
 	info->nmeta = m->nmeta;
@@ -1545,7 +1545,7 @@ void cn_obj__info_from_meta(cn_obj_info *info, cn_ec_meta *m)
 		for (size_t i = 0; i < m->nparts; i++) {
 			info->parts[i].number = m->parts[i].number;
 			info->parts[i].size = m->parts[i].size;
-			snprintf(info->parts[i].etag, sizeof info->parts[i].etag, "%s", m->parts[i].etag);
+			cn_strlcpy(info->parts[i].etag, m->parts[i].etag, sizeof info->parts[i].etag);
 		}
 		info->nparts = m->nparts;
 	}
@@ -1689,7 +1689,7 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 	snprintf(m.storage_class, sizeof m.storage_class, "STANDARD");
 	for (size_t i = 0; i < nall; i++)
 		if (!strcmp(all[i].name, "x-amz-storage-class") && strlen(all[i].value) < sizeof m.storage_class)
-			snprintf(m.storage_class, sizeof m.storage_class, "%s", all[i].value);
+			cn_strlcpy(m.storage_class, all[i].value, sizeof m.storage_class);
 	if (inline_data) {
 		m.has_inline = true;
 		m.inline_data = buf;
@@ -1719,11 +1719,11 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 		goto fail;
 	if (!e && out) {
 		cn_obj_info_fini(out);
-		snprintf(out->etag, sizeof out->etag, "%s", m.etag);
+		cn_strlcpy(out->etag, m.etag, sizeof out->etag);
 		out->size = m.size;
 		out->mtime_ms = m.mtime_ms;
-		snprintf(out->storage_class, sizeof out->storage_class, "%s", m.storage_class);
-		snprintf(out->version_id, sizeof out->version_id, "%s", m.version_id);
+		cn_strlcpy(out->storage_class, m.storage_class, sizeof out->storage_class);
+		cn_strlcpy(out->version_id, m.version_id, sizeof out->version_id);
 		if ((e = cn_obj__copy_kvs(all, nall, &out->meta)) == CN_OK)
 			out->nmeta = nall;
 	}
@@ -2018,11 +2018,11 @@ static cn_err list_cb(void *vctx, const char *key, size_t keylen, bool is_prefix
 	memset(le, 0, sizeof *le);
 	if (!(le->key = strndup(key, keylen)))
 		return CN_ERR_NOMEM;
-	snprintf(le->etag, sizeof le->etag, "%s", m->etag);
+	cn_strlcpy(le->etag, m->etag, sizeof le->etag);
 	le->size = m->size;
 	le->mtime_ms = m->mtime_ms;
-	snprintf(le->storage_class, sizeof le->storage_class, "%s",
-	         m->storage_class[0] ? m->storage_class : "STANDARD");
+	cn_strlcpy(le->storage_class, m->storage_class[0] ? m->storage_class : "STANDARD",
+	           sizeof le->storage_class);
 	o->nobjects++;
 	c->last = le->key;
 	return CN_OK;

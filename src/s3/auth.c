@@ -465,22 +465,38 @@ void cn_sigv4_signing_key(const char *secret, cn_str date8, cn_str region, cn_st
 	}
 }
 
+/* Copies n bytes (p may be NULL when n is 0) and a '\n' if nl; returns the end. */
+static char *put_line(char *out, const char *p, size_t n, bool nl)
+{
+	if (n)
+		memcpy(out, p, n);
+	out += n;
+	if (nl)
+		*out++ = '\n';
+	return out;
+}
+
 static void sign_sts(const unsigned char key[32], const char *algo, cn_str amz_date, cn_str scope,
 		     cn_str prev, const char *h1, const char *h2, char out[65])
 {
-	/* algo \n date \n scope \n [prev \n] [h1 \n] h2 — sizes are bounded by the callers. */
+	/* algo \n date \n scope \n [prev \n [h1 \n]] h2 — sizes are bounded by the callers;
+	 * put together with memcpy (snprintf here was ~2 % of a small GET's instructions). */
 	char sts[512];
-	int n;
-	if (prev.len)
-		n = snprintf(sts, sizeof sts, "%s\n%.*s\n%.*s\n%.*s\n%s%s%s", algo, (int)amz_date.len,
-			     amz_date.p, (int)scope.len, scope.p, (int)prev.len, prev.p, h1 ? h1 : "",
-			     h1 ? "\n" : "", h2);
-	else
-		n = snprintf(sts, sizeof sts, "%s\n%.*s\n%.*s\n%s", algo, (int)amz_date.len, amz_date.p,
-			     (int)scope.len, scope.p, h2);
-	CN_ASSERT(n > 0 && (size_t)n < sizeof sts);
+	size_t al = strlen(algo), h1l = prev.len && h1 ? strlen(h1) : 0, h2l = strlen(h2);
+	CN_ASSERT(al + amz_date.len + scope.len + prev.len + h1l + h2l + 5 < sizeof sts);
+	char *p = sts;
+	p = put_line(p, algo, al, true);
+	p = put_line(p, amz_date.p, amz_date.len, true);
+	p = put_line(p, scope.p, scope.len, true);
+	if (prev.len) {
+		p = put_line(p, prev.p, prev.len, true);
+		if (h1)
+			p = put_line(p, h1, h1l, true);
+	}
+	p = put_line(p, h2, h2l, false);
+	size_t n = (size_t)(p - sts);
 	unsigned char mac[32];
-	cn_hmac_sha256(key, 32, sts, (size_t)n, mac);
+	cn_hmac_sha256(key, 32, sts, n, mac);
 	cn_hex_encode(mac, 32, out);
 }
 
@@ -613,7 +629,13 @@ static cn_auth_err v4_verify(const cn_auth_config *cfg, const cn_http_req *req, 
 	copy_str(out->access_key, sizeof out->access_key, v->akid);
 	copy_str(out->region, sizeof out->region, v->region);
 	copy_str(out->amz_date, sizeof out->amz_date, amz_date);
-	snprintf(out->scope, sizeof out->scope, "%.8s/%s/s3/aws4_request", v->date8.p, out->region);
+	/* date8/region/s3/aws4_request: 8 digits (checked) and a region cut to 63 bytes fit */
+	size_t rl = strlen(out->region);
+	CN_ASSERT(v->date8.len == 8 && 8 + 1 + rl + 17 < sizeof out->scope);
+	memcpy(out->scope, v->date8.p, 8);
+	out->scope[8] = '/';
+	memcpy(out->scope + 9, out->region, rl);
+	memcpy(out->scope + 9 + rl, "/s3/aws4_request", 17);
 	cn_sigv4_signing_key(secret, v->date8, v->region, v->service, out->signing_key);
 
 	cn_buf b;

@@ -214,7 +214,17 @@ bool cn_s3_collect_meta(cn_s3_req *r, size_t extra, cn_kv **out, size_t *n)
 
 static void send_etag(cn_s3_req *r, const char *etag)
 {
-	cn_http_resp_headerf(r->x, "ETag", "\"%s\"", etag);
+	char q[80]; /* an ETag is at most 71 bytes ("hex-N", cn_obj_info) */
+	size_t n = strlen(etag);
+	if (n + 3 > sizeof q) {
+		cn_http_resp_headerf(r->x, "ETag", "\"%s\"", etag);
+		return;
+	}
+	q[0] = '"';
+	memcpy(q + 1, etag, n);
+	q[n + 1] = '"';
+	q[n + 2] = 0;
+	cn_http_resp_header(r->x, "ETag", q);
 }
 
 /* ---- streaming checksum reader and the seal callback --------------------------------- */

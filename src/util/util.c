@@ -134,6 +134,52 @@ cn_err cn_buf_puts(cn_buf *b, const char *s)
 	return cn_buf_append(b, s, strlen(s));
 }
 
+cn_err cn_buf_put_u64(cn_buf *b, uint64_t v)
+{
+	char d[21];
+	return cn_buf_append(b, d, cn_fmt_u64(v, d));
+}
+
+size_t cn_strlcpy(char *dst, const char *src, size_t cap)
+{
+	size_t n = strlen(src);
+	size_t k = n < cap - 1 ? n : cap - 1;
+	memcpy(dst, src, k);
+	dst[k] = 0;
+	return n;
+}
+
+size_t cn_fmt_u64(uint64_t v, char *out)
+{
+	char tmp[20];
+	size_t n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	out[n] = 0;
+	return n;
+}
+
+const char *cn_find_crlfcrlf(const char *p, size_t n)
+{
+	/* Every line of a head ends in '\n': memchr (vectorised) hops from line to line and
+	 * only the candidates are checked; glibc's memmem is several times slower here. */
+	size_t i = 3;
+	while (i < n) {
+		const char *r = memchr(p + i, '\n', n - i);
+		if (!r)
+			return NULL;
+		size_t j = (size_t)(r - p);
+		if (p[j - 1] == '\r' && p[j - 2] == '\n' && p[j - 3] == '\r')
+			return p + j - 3;
+		i = j + 1;
+	}
+	return NULL;
+}
+
 cn_err cn_buf_printf(cn_buf *b, const char *fmt, ...)
 {
 	va_list ap;

@@ -72,6 +72,15 @@ bool cn_str_eq_c(cn_str a, const char *c);        /* exact */
 bool cn_str_ieq_c(cn_str a, const char *c);       /* ASCII case-insensitive */
 bool cn_str_has_prefix(cn_str a, const char *prefix);
 
+/* Copies the C string src into dst[cap] (cap > 0), truncating; dst is always terminated.
+ * Returns strlen(src): a result >= cap means the copy was truncated. The hot paths use it
+ * in place of snprintf(dst, cap, "%s", src), which runs the whole format engine. */
+size_t cn_strlcpy(char *dst, const char *src, size_t cap);
+/* Writes v in decimal to out (room for 21 bytes), NUL-terminated; returns the digits. */
+size_t cn_fmt_u64(uint64_t v, char *out);
+/* The first "\r\n\r\n" in p[0..n) (the end of an HTTP head), or NULL. */
+const char *cn_find_crlfcrlf(const char *p, size_t n);
+
 /* A name/value pair of owned, NUL-terminated strings (metadata headers, query params). */
 typedef struct cn_kv {
 	char *name;
@@ -95,6 +104,8 @@ cn_err cn_buf_reserve(cn_buf *b, size_t extra);
 cn_err cn_buf_reserve_exact(cn_buf *b, size_t extra);
 cn_err cn_buf_append(cn_buf *b, const void *p, size_t len);
 cn_err cn_buf_puts(cn_buf *b, const char *s);
+/* Appends v in decimal. */
+cn_err cn_buf_put_u64(cn_buf *b, uint64_t v);
 cn_err cn_buf_printf(cn_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Keeps p NUL-terminated after every append (the NUL is not counted in len). */
 

@@ -1,0 +1,90 @@
+/* Unit tests for the string helpers the request path uses instead of the printf engine
+ * (src/util/util.c): cn_strlcpy, cn_fmt_u64, cn_buf_put_u64, cn_find_crlfcrlf. Each is
+ * compared with the libc call it replaces (snprintf, memmem) over many inputs. */
+#include "util/util.h"
+#include "test.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+TEST(strlcpy_is_snprintf_s)
+{
+	const char *srcs[] = { "", "a", "abcdefg", "abcdefgh", "abcdefghi", "0123456789abcdef" };
+	for (size_t cap = 1; cap <= 12; cap++)
+		for (size_t i = 0; i < sizeof srcs / sizeof *srcs; i++) {
+			char got[16], want[16];
+			memset(got, 'x', sizeof got);
+			int w = snprintf(want, cap, "%s", srcs[i]);
+			size_t g = cn_strlcpy(got, srcs[i], cap);
+			CHECK_EQ_INT(g, w);
+			CHECK_EQ_STR(got, want);
+			for (size_t k = cap; k < sizeof got; k++)
+				CHECK(got[k] == 'x'); /* nothing written past cap */
+		}
+}
+
+TEST(fmt_u64_is_printf)
+{
+	uint64_t vs[] = { 0, 1, 9, 10, 99, 100, 4096, 65536, 1000000007ULL, UINT32_MAX,
+			  (uint64_t)INT64_MAX, UINT64_MAX };
+	for (size_t i = 0; i < sizeof vs / sizeof *vs; i++) {
+		char got[21], want[32];
+		snprintf(want, sizeof want, "%" PRIu64, vs[i]);
+		CHECK_EQ_INT(cn_fmt_u64(vs[i], got), strlen(want));
+		CHECK_EQ_STR(got, want);
+	}
+	/* and every power of ten and its neighbours */
+	for (uint64_t p = 1; p <= UINT64_MAX / 10; p *= 10)
+		for (int d = -1; d <= 1; d++) {
+			char got[21], want[32];
+			snprintf(want, sizeof want, "%" PRIu64, p + (uint64_t)d);
+			cn_fmt_u64(p + (uint64_t)d, got);
+			CHECK_EQ_STR(got, want);
+		}
+	cn_buf b;
+	cn_buf_init(&b);
+	CHECK(cn_buf_puts(&b, "len=") == CN_OK);
+	CHECK(cn_buf_put_u64(&b, 18446744073709551615ULL) == CN_OK);
+	CHECK_EQ_STR(b.p, "len=18446744073709551615");
+	cn_buf_fini(&b);
+}
+
+/* cn_find_crlfcrlf must agree with memmem on every string over a small alphabet that
+ * makes the near misses ("\r\n\r", "\n\r\n", "\r\r\n\n") common. */
+TEST(find_crlfcrlf_is_memmem)
+{
+	const char alpha[] = { '\r', '\n', 'a' };
+	char s[10];
+	size_t checked = 0;
+	for (size_t len = 0; len <= 9; len++) {
+		size_t total = 1;
+		for (size_t i = 0; i < len; i++)
+			total *= 3;
+		for (size_t code = 0; code < total; code++) {
+			size_t c = code;
+			for (size_t i = 0; i < len; i++) {
+				s[i] = alpha[c % 3];
+				c /= 3;
+			}
+			const char *want = len ? memmem(s, len, "\r\n\r\n", 4) : NULL;
+			const char *got = cn_find_crlfcrlf(s, len);
+			if (got != want) {
+				CHECK(got == want);
+				return;
+			}
+			checked++;
+		}
+	}
+	CHECK(checked > 29000);
+	const char head[] = "GET /b/k HTTP/1.1\r\nHost: x\r\n\r\nbody\r\n\r\n";
+	CHECK(cn_find_crlfcrlf(head, sizeof head - 1) == head + 26);
+	CHECK(cn_find_crlfcrlf(head, 29) == NULL); /* the last byte of the end not yet here */
+}
+
+int main(void)
+{
+	RUN(strlcpy_is_snprintf_s);
+	RUN(fmt_u64_is_printf);
+	RUN(find_crlfcrlf_is_memmem);
+	TEST_END();
+}
