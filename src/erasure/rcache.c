@@ -12,11 +12,11 @@
                   direct-mapped, 300 objects x 12 records missed on most GETs) */
 #define STRIPES 256
 #define ID_MAX 2048 /* bucket name, NUL and key (<= 1024 bytes) fit */
-#define SWEEP_MAX BUCKETS /* one turn of the clock at most per insert (sparse only when
-                            records are large against the budget) */
+#define SWEEP_MAX (2 * BUCKETS) /* two turns of the clock at most per insert: the first
+                                  may only clear second chances (every entry hit since the
+                                  hand last passed), the second then finds a victim */
 
 typedef struct slot {
-	uint64_t h;     /* hash_id of the entry: compared before id */
 	unsigned drive; /* the set's slot the record was read from */
 	uint32_t used;  /* bucket tick of the last hit or insert: the oldest is evicted */
 	bool ref;       /* hit since the clock hand last passed: spared once (second chance) */
@@ -26,9 +26,13 @@ typedef struct slot {
 	size_t len;     /* the record's length */
 } slot;
 
+/* A bucket's first cache line holds the ways' hashes: a lookup reads the slot (another
+ * line) only of the way whose hash matches. (With the hash in each slot, loading the
+ * slots was ~7 % of a 16-drive 64 KiB GET's server CPU in perf: a cache miss per way.) */
 typedef struct bucket {
-	uint64_t gen; /* R2: bumped by every invalidation of a key hashing here */
+	_Alignas(64) uint64_t gen; /* R2: bumped by every invalidation of a key hashing here */
 	uint32_t tick;
+	uint64_t hs[WAYS]; /* hash_id of each way's key; meaningful only while its id is set */
 	slot ways[WAYS];
 } bucket;
 
@@ -41,9 +45,10 @@ struct cn_rcache {
 	bucket b[BUCKETS];
 };
 
-static uint64_t hash_id(unsigned drive, const char *vol, const char *key, size_t *idlen)
+/* FNV-1a of vol '\0' key (the drive is not in it: see bucket_at). */
+static uint64_t hash_id(const char *vol, const char *key, size_t *idlen)
 {
-	uint64_t h = (1469598103934665603ull ^ drive) * 1099511628211ull; /* FNV-1a */
+	uint64_t h = 1469598103934665603ull;
 	size_t n = 0;
 	for (const char *p = vol; *p; p++, n++)
 		h = (h ^ (unsigned char)*p) * 1099511628211ull;
@@ -55,10 +60,22 @@ static uint64_t hash_id(unsigned drive, const char *vol, const char *key, size_t
 	return h;
 }
 
-static bool same(const slot *s, uint64_t h, unsigned drive, const char *vol, const char *key,
-                 size_t idlen)
+/* The bucket of drive's record of the key hashing to h: one object's records (one per
+ * drive a read visits) lie in consecutive buckets, so a quorum read's lookups walk
+ * adjacent cache lines (the hardware prefetcher follows) instead of one random line per
+ * drive, each a cache miss. Its lock is stripe (index % STRIPES), as everywhere. */
+static size_t bucket_at(uint64_t h, unsigned drive)
 {
-	if (!s->id || s->h != h || s->idlen != idlen || s->drive != drive)
+	return (size_t)((h + drive) % BUCKETS);
+}
+
+static bool same(const bucket *bk, int w, uint64_t h, unsigned drive, const char *vol,
+                 const char *key, size_t idlen)
+{
+	if (bk->hs[w] != h)
+		return false;
+	const slot *s = &bk->ways[w];
+	if (!s->id || s->idlen != idlen || s->drive != drive)
 		return false;
 	size_t vl = strlen(vol);
 	return memcmp(s->id, vol, vl + 1) == 0 && memcmp(s->id + vl + 1, key, idlen - vl - 1) == 0;
@@ -81,9 +98,10 @@ cn_err cn_rcache_new(size_t budget_bytes, size_t max_record, cn_rcache **out)
 	*out = NULL;
 	if (budget_bytes == 0)
 		return CN_OK;
-	cn_rcache *c = calloc(1, sizeof *c);
+	cn_rcache *c = aligned_alloc(64, (sizeof *c + 63) / 64 * 64); /* buckets on cache lines */
 	if (!c)
 		return CN_ERR_NOMEM;
+	memset(c, 0, sizeof *c);
 	c->budget = budget_bytes;
 	c->max_record = max_record;
 	for (int i = 0; i < STRIPES; i++)
@@ -106,7 +124,7 @@ static slot *find(bucket *bk, uint64_t h, unsigned drive, const char *vol, const
                   size_t idlen)
 {
 	for (int w = 0; w < WAYS; w++)
-		if (same(&bk->ways[w], h, drive, vol, key, idlen))
+		if (same(bk, w, h, drive, vol, key, idlen))
 			return &bk->ways[w];
 	return NULL;
 }
@@ -118,9 +136,10 @@ bool cn_rcache_visit(cn_rcache *c, unsigned drive, const char *vol, const char *
 	if (!c)
 		return false;
 	size_t idlen;
-	uint64_t h = hash_id(drive, vol, key, &idlen);
-	bucket *bk = &c->b[h % BUCKETS];
-	pthread_mutex_t *mu = &c->mu[h % STRIPES];
+	uint64_t h = hash_id(vol, key, &idlen);
+	size_t bi = bucket_at(h, drive);
+	bucket *bk = &c->b[bi];
+	pthread_mutex_t *mu = &c->mu[bi % STRIPES];
 	pthread_mutex_lock(mu);
 	slot *s = find(bk, h, drive, vol, key, idlen);
 	if (s) {
@@ -187,7 +206,7 @@ bool cn_rcache_insert(cn_rcache *c, unsigned drive, const char *vol, const char 
 	if (!c || !rec || len > c->max_record)
 		return false;
 	size_t idlen;
-	uint64_t h = hash_id(drive, vol, key, &idlen);
+	uint64_t h = hash_id(vol, key, &idlen);
 	if (atomic_load(&c->bytes) + len + idlen > c->budget && !make_room(c, len + idlen))
 		return false;
 	char *id = malloc(idlen);
@@ -196,8 +215,9 @@ bool cn_rcache_insert(cn_rcache *c, unsigned drive, const char *vol, const char 
 	size_t vl = strlen(vol);
 	memcpy(id, vol, vl + 1);
 	memcpy(id + vl + 1, key, idlen - vl - 1);
-	bucket *bk = &c->b[h % BUCKETS];
-	pthread_mutex_t *mu = &c->mu[h % STRIPES];
+	size_t bi = bucket_at(h, drive);
+	bucket *bk = &c->b[bi];
+	pthread_mutex_t *mu = &c->mu[bi % STRIPES];
 	pthread_mutex_lock(mu);
 	if (bk->gen != gen) { /* R2: a writer invalidated since the caller read the drives */
 		pthread_mutex_unlock(mu);
@@ -223,7 +243,7 @@ bool cn_rcache_insert(cn_rcache *c, unsigned drive, const char *vol, const char 
 	drop(c, s);
 	s->used = ++bk->tick;
 	s->ref = false; /* admitted once; a hit earns it a second chance */
-	s->h = h;
+	bk->hs[s - bk->ways] = h;
 	s->drive = drive;
 	s->id = id;
 	s->idlen = idlen;
@@ -255,9 +275,10 @@ void cn_rcache_invalidate(cn_rcache *c, unsigned ndrives, const char *vol, const
 		return;
 	for (unsigned d = 0; d < ndrives; d++) {
 		size_t idlen;
-		uint64_t h = hash_id(d, vol, key, &idlen);
-		bucket *bk = &c->b[h % BUCKETS];
-		pthread_mutex_t *mu = &c->mu[h % STRIPES];
+		uint64_t h = hash_id(vol, key, &idlen);
+		size_t bi = bucket_at(h, d);
+		bucket *bk = &c->b[bi];
+		pthread_mutex_t *mu = &c->mu[bi % STRIPES];
 		pthread_mutex_lock(mu);
 		bk->gen++; /* R1/R2: also when the key is not cached (it may be being read) */
 		slot *s = find(bk, h, d, vol, key, idlen);

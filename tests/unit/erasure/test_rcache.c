@@ -208,6 +208,36 @@ TEST(insert_shares_the_record_and_readers_outlive_eviction)
 	cn_rcache_free(c); /* drops the cache's references: the records are freed */
 }
 
+/* Every cached entry was hit since the hand last passed: the first turn of the clock
+ * only clears their second chances, and the insert still finds a victim on the second
+ * (with one turn at most, it was refused). */
+TEST(full_cache_of_hit_entries_still_admits)
+{
+	cn_rcache *c;
+	CHECK_EQ_INT(cn_rcache_new(2048, 1000, &c), CN_OK);
+	cn_buf b;
+	cn_buf_init(&b);
+	uint64_t gen;
+	const char *keys[] = { "x", "y", "z" };
+	for (int i = 0; i < 3; i++) {
+		if (i == 2) { /* x and y are both hit again before z comes */
+			CHECK(cn_rcache_get(c, 0, "v", "x", &b, &gen));
+			CHECK(cn_rcache_get(c, 0, "v", "y", &b, &gen));
+		}
+		CHECK(!cn_rcache_get(c, 0, "v", keys[i], &b, &gen));
+		cn_ec_rec *r = cn_ec_rec_wrap(calloc(1, 900), 900);
+		CHECK(cn_rcache_insert(c, 0, "v", keys[i], r, gen));
+		cn_ec_rec_unref(r);
+	}
+	CHECK(cn_rcache_get(c, 0, "v", "z", &b, &gen));
+	size_t bytes;
+	uint64_t hits, misses;
+	cn_rcache_stats(c, &hits, &misses, &bytes);
+	CHECK(bytes <= 2048);
+	cn_buf_fini(&b);
+	cn_rcache_free(c);
+}
+
 /* When the budget is spent, entries hit since the clock hand last passed are spared: a
  * new record displaces one nobody read again, and the hot ones stay. */
 TEST(full_cache_evicts_entries_not_hit_again)
@@ -380,6 +410,7 @@ int main(void)
 	RUN(stale_reader_cannot_insert);
 	RUN(limits_and_clear);
 	RUN(full_cache_evicts_entries_not_hit_again);
+	RUN(full_cache_of_hit_entries_still_admits);
 	RUN(concurrent_churn_keeps_records_intact);
 	RUN(insert_shares_the_record_and_readers_outlive_eviction);
 	RUN(meta_decoded_from_a_shared_record_references_it);
