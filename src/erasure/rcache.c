@@ -98,7 +98,7 @@ cn_err cn_rcache_new(size_t budget_bytes, size_t max_record, cn_rcache **out)
 	*out = NULL;
 	if (budget_bytes == 0)
 		return CN_OK;
-	cn_rcache *c = aligned_alloc(64, (sizeof *c + 63) / 64 * 64); /* buckets on cache lines */
+	cn_rcache *c = aligned_alloc(64, sizeof *c); /* buckets on cache lines (a multiple of 64) */
 	if (!c)
 		return CN_ERR_NOMEM;
 	memset(c, 0, sizeof *c);

@@ -212,16 +212,13 @@ bool cn_s3_collect_meta(cn_s3_req *r, size_t extra, cn_kv **out, size_t *n)
 	return true;
 }
 
-static void send_etag(cn_s3_req *r, const char *etag)
+/* etag: a cn_obj_info's (NUL-terminated within its 72 bytes), sent quoted. */
+static void send_etag(cn_s3_req *r, const cn_obj_info *info)
 {
-	char q[80]; /* an ETag is at most 71 bytes ("hex-N", cn_obj_info) */
-	size_t n = strlen(etag);
-	if (n + 3 > sizeof q) {
-		cn_http_resp_headerf(r->x, "ETag", "\"%s\"", etag);
-		return;
-	}
+	char q[sizeof info->etag + 2];
+	size_t n = strlen(info->etag);
 	q[0] = '"';
-	memcpy(q + 1, etag, n);
+	memcpy(q + 1, info->etag, n);
 	q[n + 1] = '"';
 	q[n + 2] = 0;
 	cn_http_resp_header(r->x, "ETag", q);
@@ -553,7 +550,7 @@ void cn_s3_put_object(cn_s3_req *r)
 		goto done;
 	}
 	cn_http_resp_start(r->x, 200);
-	send_etag(r, out.etag);
+	send_etag(r, &out);
 	if (c.ck.algo != CN_CKSUM_NONE)
 		cn_http_resp_header(r->x, cn_cksum_header(c.ck.algo), c.value);
 	cn_s3_reply_version_id(r, out.version_id);
@@ -881,7 +878,7 @@ static void send_validators(cn_s3_req *r, const cn_obj_info *info)
 	char lm[30];
 	cn_time_http(info->mtime_ms, lm);
 	cn_http_resp_header(r->x, "Last-Modified", lm);
-	send_etag(r, info->etag);
+	send_etag(r, info);
 }
 
 static void send_object_headers(cn_s3_req *r, const cn_obj_info *info, bool whole)
