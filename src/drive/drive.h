@@ -111,8 +111,10 @@ typedef struct cn_drive_ops {
 	cn_err (*rename_data)(cn_drive *d, const char *tmp_id, const char *data_id,
 	                      const char *vol, const char *key, const void *rec, size_t reclen);
 
-	/* Records. read_meta: CN_ERR_NO_KEY when absent, at most max bytes. delete_meta
-	 * unlinks the record (CN_ERR_NO_KEY when absent). */
+	/* Records. read_meta: at most max bytes; a record that is not there is told apart
+	 * from a vol that is not there: CN_ERR_NO_KEY only when the vol exists on this drive
+	 * (so does the drive's folder: a "no such key" that counts, E2 in set.c), else
+	 * CN_ERR_NO_BUCKET. delete_meta unlinks the record (CN_ERR_NO_KEY when absent). */
 	cn_err (*read_meta)(cn_drive *d, const char *vol, const char *key, size_t max, cn_buf *out);
 	cn_err (*delete_meta)(cn_drive *d, const char *vol, const char *key);
 	/* Removes the key's data folder data_id (when not NULL), then the key's folder and

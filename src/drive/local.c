@@ -1188,6 +1188,13 @@ static cn_err local_read_meta(cn_drive *dd, const char *vol, const char *key, si
 	if (!e)
 		e = read_file_at(L(dd), rp.p, max, out, CN_ERR_NO_KEY);
 	cn_buf_fini(&rp);
+	/* no such record: is the vol there? (a folder removed under us holds no vol: a vol
+	 * found proves the drive's folder lives, and the miss counts) */
+	if (e == CN_ERR_NO_KEY) {
+		cn_err ve = local_stat_vol(dd, vol, NULL);
+		if (ve)
+			e = ve; /* NO_BUCKET, or what kept us from knowing */
+	}
 	return e;
 }
 

@@ -17,7 +17,8 @@
  *  E2. Reads pick the record that the most drives agree on (same mtime, size, etag, data
  *      id, version id, delete marker, metadata) and need read quorum K of them;
  *      otherwise CN_ERR_QUORUM (or CN_ERR_NO_KEY / NO_BUCKET when that is what at
- *      least K drives say, or every drive that answered). Two versions can both have K
+ *      least K drives say: fewer cannot know, the key may be on the drives that did not
+ *      answer; a miss counts only from a drive that is there). Two versions can both have K
  *      only when n == 2K (M == K) and each is on exactly K drives (a put that died after
  *      renaming its record on half the drives): then the one whose K-th record comes
  *      first in E7's reading order wins, in every read — early-out or full (heal), so a
@@ -401,15 +402,19 @@ cn_err cn_ec_make_vol(cn_ec_set *s, const char *vol)
 cn_err cn_ec_stat_vol(cn_ec_set *s, const char *vol, int64_t *mtime_ms)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
-	bool got = false;
-	for (size_t i = 0; i < s->n; i++) {
-		errs[i] = D(s, i) ? D(s, i)->ops->stat_vol(D(s, i), vol, got ? NULL : mtime_ms)
+	size_t ok = 0, rq = read_quorum(s);
+	for (size_t i = 0; i < s->n; i++)
+		errs[i] = CN_ERR_OFFLINE;
+	/* the drives in turn until a read quorum has the vol: the others cannot change that
+	 * answer (a PUT asks this before its body; 2 of 4 stats instead of 4) */
+	for (size_t i = 0; i < s->n && ok < rq; i++) {
+		errs[i] = D(s, i) ? D(s, i)->ops->stat_vol(D(s, i), vol, ok ? NULL : mtime_ms)
 		                  : CN_ERR_OFFLINE;
 		if (coded(s))
 			errs[i] = trust_miss(s, i, errs[i]);
-		got |= errs[i] == CN_OK;
+		ok += errs[i] == CN_OK;
 	}
-	return reduce_quorum(errs, s->n, read_quorum(s));
+	return reduce_quorum(errs, s->n, rq);
 }
 
 cn_err cn_ec_delete_vol(cn_ec_set *s, const char *vol)
@@ -1037,10 +1042,11 @@ static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
 			cn_log(CN_LOG_ERROR, NULL, "erasure: drive %s: corrupt record of %s/%s%s%s",
 			       dr ? dr->endpoint : "?", vol, key, name ? " " : "", name ? name : "");
 	}
-	if (e == CN_ERR_NO_KEY && kind == REC_CURRENT && dr &&
-	    dr->ops->stat_vol(dr, vol, NULL) == CN_ERR_NO_BUCKET)
-		e = CN_ERR_NO_BUCKET;
 	cn_buf_fini(&rec);
+	/* read_meta's NO_KEY comes from a drive whose vol is there (drive.h): it counts as
+	 * it is; other misses count only from a drive that is there */
+	if (kind == REC_CURRENT && e == CN_ERR_NO_KEY)
+		return e;
 	return coded(s) ? trust_miss(s, d, e) : e;
 }
 
@@ -1176,7 +1182,9 @@ static cn_err read_quorum_recs(cn_ec_set *s, rec_kind kind, const char *vol, con
 	cn_err missing = kind == REC_CURRENT || kind == REC_VERSION ? CN_ERR_NO_KEY : CN_ERR_NOT_FOUND;
 	if (nobucket && nobucket >= read_quorum(s))
 		return CN_ERR_NO_BUCKET;
-	if (nokey + nobucket >= read_quorum(s) || (answered && nokey + nobucket == answered))
+	/* a plain set's one drive says what is there; a coded set needs K drives to say a
+	 * key is not there (those that did not answer may hold it) */
+	if (nokey + nobucket >= read_quorum(s) || (!coded(s) && answered && nokey + nobucket == answered))
 		return missing;
 	if (!coded(s) && answered)
 		return errs[0];

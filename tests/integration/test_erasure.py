@@ -283,6 +283,10 @@ def test_more_than_parity_lost_fails_cleanly(need_multi_drive, drive_server, roo
     expect_unavailable(lambda: s3.get_object(Bucket=b, Key=key)["Body"].read())
     expect_unavailable(lambda: s3.head_object(Bucket=b, Key="obj/00-0"))
     expect_unavailable(lambda: s3.put_object(Bucket=b, Key="nope", Body=b"x" * 1000))
+    # a key the drives left do not hold may be on the ones gone: not a 404 (nor a 204)
+    expect_unavailable(lambda: s3.head_object(Bucket=b, Key="never-written"))
+    expect_unavailable(lambda: s3.get_object(Bucket=b, Key="never/written")["Body"].read())
+    expect_unavailable(lambda: s3.delete_object(Bucket=b, Key="never-written"))
     assert srv.alive()
     assert objs
 

@@ -65,8 +65,13 @@ TEST(test_layout_and_escaping)
 	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "a/../%x/./", 100, &b), CN_OK);
 	CHECK(b.len == 2 && !memcmp(b.p, "R1", 2));
 	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "a", 1, &b), CN_ERR_TOO_LARGE);
+	/* a missing record is told from a missing vol (drive.h: NO_KEY only where the vol
+	 * is), also below folders that were never made */
 	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "zz", 100, &b), CN_ERR_NO_KEY);
-	CHECK_EQ_INT(d->ops->read_meta(d, "nov", "zz", 100, &b), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "no/such/prefix/zz", 100, &b), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "a/zz", 100, &b), CN_ERR_NO_KEY); /* a: a record */
+	CHECK_EQ_INT(d->ops->read_meta(d, "nov", "zz", 100, &b), CN_ERR_NO_BUCKET);
+	CHECK_EQ_INT(d->ops->read_meta(d, "nov", "x/zz", 100, &b), CN_ERR_NO_BUCKET);
 	CHECK_EQ_INT(put_inline(d, "%meta", "R3"), CN_OK);
 	CHECK(exists("vol/%m.%meta") && !exists("vol/%=%meta"));
 	char big[300];
@@ -443,6 +448,13 @@ TEST(test_reopen)
 	CN_ASSERT(system(cmd) == 0);
 	CHECK_EQ_INT(d->ops->info(d, &di), CN_OK);
 	CHECK(!di.online);
+	/* a folder removed under us holds no vol: its misses are never a "no such key" that
+	 * would count (the erasure layer then asks whether the drive is there) */
+	cn_buf gone;
+	cn_buf_init(&gone);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", 100, &gone), CN_ERR_NO_BUCKET);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "other", 100, &gone), CN_ERR_NO_BUCKET);
+	cn_buf_fini(&gone);
 	CHECK_EQ_INT(d->ops->reopen(d), CN_ERR_OFFLINE); /* nothing there: not created by us */
 	CHECK(!exists("."));
 	CN_ASSERT(mkdir(base, 0755) == 0);
@@ -452,7 +464,7 @@ TEST(test_reopen)
 	CHECK(exists(".cairn.sys/tmp/00"));
 	cn_buf b;
 	cn_buf_init(&b);
-	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", 100, &b), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", 100, &b), CN_ERR_NO_BUCKET);
 	CHECK_EQ_INT(d->ops->stat_vol(d, "vol", NULL), CN_ERR_NO_BUCKET);
 	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
 	CHECK_EQ_INT(put_inline(d, "k", "R2"), CN_OK);

@@ -267,6 +267,60 @@ TEST(test_ranges_and_quorum)
 	free(p);
 }
 
+/* E2: a "not there" answer counts only from a drive that is there. A drive whose folder
+ * was removed holds no vol, so it never answers "no such key" (drive.h), and its "no such
+ * bucket" is asked whether the drive is there: with more than M folders gone, a missing
+ * key, a missing bucket and a present key all end in a quorum error, never in a 404 (the
+ * drives left saying "not here" cannot know: the key may be on the ones gone). */
+static void rm_drive(size_t i)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf %s/d%zu", base, i);
+	CN_ASSERT(system(cmd) == 0);
+}
+
+static cn_err read_current(cn_ec_set *s, const char *vol, const char *key)
+{
+	cn_ec_meta m;
+	cn_ec_meta_init(&m);
+	cn_err e = cn_ec_read_meta(s, vol, key, true, &m);
+	cn_ec_meta_fini(&m);
+	return e;
+}
+
+TEST(test_misses_count_only_from_drives_there)
+{
+	reset(true);
+	cn_ec_set *s = open_set(4, 2);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	unsigned char *p = pattern(100, 3);
+	CHECK_EQ_INT(put(s, "k", p, 100, true), CN_OK);
+	CHECK_EQ_INT(put(s, "unread", p, 100, true), CN_OK); /* never read: not cached */
+	CHECK_EQ_INT(read_current(s, "bkt", "k"), CN_OK);
+	CHECK_EQ_INT(read_current(s, "bkt", "nokey"), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(read_current(s, "bkt", "no/such/prefix"), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(read_current(s, "nob", "k"), CN_ERR_NO_BUCKET);
+	CHECK_EQ_INT(cn_ec_stat_vol(s, "bkt", NULL), CN_OK);
+	CHECK_EQ_INT(cn_ec_stat_vol(s, "nob", NULL), CN_ERR_NO_BUCKET);
+	/* M folders gone: the other two still answer for the set */
+	rm_drive(0);
+	rm_drive(1);
+	CHECK_EQ_INT(read_current(s, "bkt", "k"), CN_OK);
+	CHECK_EQ_INT(read_current(s, "bkt", "nokey"), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(read_current(s, "nob", "k"), CN_ERR_NO_BUCKET);
+	CHECK_EQ_INT(cn_ec_stat_vol(s, "bkt", NULL), CN_OK);
+	CHECK_EQ_INT(cn_ec_stat_vol(s, "nob", NULL), CN_ERR_NO_BUCKET);
+	/* M+1 gone: one drive cannot say what is there, or what is not */
+	rm_drive(2);
+	CHECK_EQ_INT(read_current(s, "bkt", "unread"), CN_ERR_QUORUM);
+	CHECK_EQ_INT(read_current(s, "bkt", "nokey"), CN_ERR_QUORUM);
+	CHECK_EQ_INT(read_current(s, "nob", "k"), CN_ERR_QUORUM);
+	CHECK_EQ_INT(cn_ec_stat_vol(s, "bkt", NULL), CN_ERR_QUORUM);
+	CHECK_EQ_INT(cn_ec_stat_vol(s, "nob", NULL), CN_ERR_QUORUM);
+	cn_ec_set_free(s);
+	free(p);
+}
+
 TEST(test_heal)
 {
 	reset(true);
@@ -998,6 +1052,7 @@ int main(void)
 	RUN(test_roundtrip_all_shapes);
 	RUN(test_early_open_falls_back_to_parity);
 	RUN(test_ranges_and_quorum);
+	RUN(test_misses_count_only_from_drives_there);
 	RUN(test_heal);
 	RUN(test_debug_read_skip);
 	RUN(test_walk_merges_drives);
