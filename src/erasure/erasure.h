@@ -32,6 +32,7 @@ typedef struct cn_ec_part {
  * inline shard streams point into the record instead of being copied out). Immutable once
  * wrapped; freed by the last cn_ec_rec_unref, from any thread. */
 typedef struct cn_ec_rec cn_ec_rec;
+typedef struct cn_ec_meta cn_ec_meta; /* below */
 /* Wraps a malloc'ed buffer of len bytes: the record takes it (refs = 1). NULL when out of
  * memory; p is then still the caller's. */
 cn_ec_rec *cn_ec_rec_wrap(void *p, size_t len);
@@ -46,10 +47,12 @@ const unsigned char *cn_ec_rec_bytes(const cn_ec_rec *r, size_t *len);
 bool cn_ec_rec_block_checked(const cn_ec_rec *r, size_t block);
 void cn_ec_rec_mark_checked(cn_ec_rec *r, size_t block);
 /* The version identity (set.c's E2 hash) of the record, computed once by the read that
- * decoded it in full: set before the record is shared (the record cache's insert), read
- * by later hits so they need not decode the user metadata to compare versions. get:
- * false when never set. */
-void cn_ec_rec_set_ident(cn_ec_rec *r, uint64_t ident);
+ * decoded it in full, and what cn_ec_meta_decode_rec_partial gives, taken from m (that
+ * full decode of r's bytes, with or without its inline stream): set before the record is
+ * shared (the record cache's insert), read by later hits so they need not decode the
+ * record to compare versions. set: false (nothing set) when m does not match r's bytes.
+ * get: false when never set. */
+bool cn_ec_rec_set_ident(cn_ec_rec *r, uint64_t ident, const cn_ec_meta *m);
 bool cn_ec_rec_get_ident(const cn_ec_rec *r, uint64_t *ident);
 
 /* One version's metadata as stored in each drive's record. Strings are NUL-terminated;
@@ -79,7 +82,8 @@ typedef struct cn_ec_meta {
 	 * version, else the version id; a delete marker has no data (inline, empty) */
 	char version_id[CN_EC_VERSION_ID_MAX + 1];
 	bool delete_marker;
-	/* decoded by cn_ec_meta_decode_rec_partial: meta and parts left out (NULL, 0) */
+	/* decoded by cn_ec_meta_decode_rec_partial: meta and parts left out (NULL, 0), the
+	 * strings empty */
 	bool partial;
 } cn_ec_meta;
 
@@ -99,11 +103,12 @@ cn_err cn_ec_meta_decode_verified(const void *p, size_t len, bool skip_inline, c
  * copying its inline stream: m->inline_data then points into r and m holds a reference
  * to r (m->inline_rec) until cn_ec_meta_fini or cn_ec_meta_drop_inline. */
 cn_err cn_ec_meta_decode_rec(cn_ec_rec *r, bool skip_inline, bool verified, cn_ec_meta *m);
-/* The same for a verified shared record (the record cache's, checked in full when it was
- * read), leaving out its user metadata and parts: no allocation but the reference. For
- * the records a quorum read only compares (by cn_ec_rec_get_ident) and takes the inline
- * stream of; m->partial is set, and the record is decoded in full where m is to be
- * returned. */
+/* What a quorum read needs of a record it only compares (by cn_ec_rec_get_ident) and
+ * takes the inline stream of, from what cn_ec_rec_set_ident kept (CN_ERR_INVALID when
+ * nothing was): size, mtime, the erasure fields, delete_marker and the inline stream (a
+ * reference, as above) — no user metadata or parts, and the strings (etag, storage class,
+ * data id, version id) empty. No byte of the record is read and nothing allocated.
+ * m->partial is set; the record is decoded in full where m is to be returned. */
 cn_err cn_ec_meta_decode_rec_partial(cn_ec_rec *r, bool skip_inline, cn_ec_meta *m);
 /* Releases m's inline bytes (freed, or its reference to the shared record dropped);
  * inline_data becomes NULL, has_inline and inline_len stay. */

@@ -75,6 +75,17 @@ void cn_ec_meta_init(cn_ec_meta *m)
 	memset(m, 0, sizeof *m);
 }
 
+/* What a partial decode gives (cn_ec_meta_decode_rec_partial), kept with the record by
+ * cn_ec_rec_set_ident: ~60 bytes beside a record of hundreds to 160 KiB. */
+typedef struct rec_shape {
+	int64_t size, mtime_ms;
+	uint32_t block_size;
+	uint32_t inline_off, inline_len; /* the inline stream's bytes in the record */
+	uint8_t k, m, index, ndist;
+	uint8_t dist[CN_EC_MAX_DRIVES];
+	bool has_inline, delete_marker;
+} rec_shape;
+
 struct cn_ec_rec {
 	atomic_uint refs;
 	_Atomic uint64_t checked; /* inline blocks whose hash matched (cn_ec_rec_block_checked) */
@@ -82,6 +93,7 @@ struct cn_ec_rec {
 	unsigned char *p;
 	uint64_t ident; /* cn_ec_rec_set_ident, before the record is shared */
 	bool has_ident;
+	rec_shape shape; /* valid with has_ident */
 };
 
 cn_ec_rec *cn_ec_rec_wrap(void *p, size_t len)
@@ -98,10 +110,49 @@ cn_ec_rec *cn_ec_rec_wrap(void *p, size_t len)
 	return r;
 }
 
-void cn_ec_rec_set_ident(cn_ec_rec *r, uint64_t ident)
+/* Where the F_INLINE field's value lies in a record decoded without error: false when it
+ * has none. */
+static bool inline_span(const cn_ec_rec *r, uint32_t *off, uint32_t *len)
 {
+	const unsigned char *p = r->p;
+	size_t at = get16(p + 6), end = at + get32(p + 8);
+	while (end - at >= 6) {
+		uint16_t type = get16(p + at);
+		uint32_t flen = get32(p + at + 2);
+		at += 6;
+		if (flen > end - at)
+			return false;
+		if (type == F_INLINE) {
+			*off = (uint32_t)at;
+			*len = flen;
+			return true;
+		}
+		at += flen;
+	}
+	return false;
+}
+
+bool cn_ec_rec_set_ident(cn_ec_rec *r, uint64_t ident, const cn_ec_meta *m)
+{
+	rec_shape *sh = &r->shape;
+	memset(sh, 0, sizeof *sh);
+	if (m->has_inline && !inline_span(r, &sh->inline_off, &sh->inline_len))
+		return false;
+	if (m->has_inline && sh->inline_len != m->inline_len)
+		return false;
+	sh->size = m->size;
+	sh->mtime_ms = m->mtime_ms;
+	sh->block_size = m->block_size;
+	sh->k = m->k;
+	sh->m = m->m;
+	sh->index = m->index;
+	sh->ndist = m->ndist;
+	memcpy(sh->dist, m->dist, sizeof sh->dist);
+	sh->has_inline = m->has_inline;
+	sh->delete_marker = m->delete_marker;
 	r->ident = ident;
 	r->has_ident = true;
+	return true;
 }
 
 bool cn_ec_rec_get_ident(const cn_ec_rec *r, uint64_t *ident)
@@ -474,5 +525,29 @@ cn_err cn_ec_meta_decode_rec(cn_ec_rec *r, bool skip_inline, bool verified, cn_e
 
 cn_err cn_ec_meta_decode_rec_partial(cn_ec_rec *r, bool skip_inline, cn_ec_meta *m)
 {
-	return decode(r->p, r->len, skip_inline, false, r, true, m);
+	cn_ec_meta_init(m);
+	if (!r->has_ident)
+		return CN_ERR_INVALID;
+	/* from the shape kept when the record was decoded in full: its bytes are not read
+	 * (but for the inline stream, by whoever sends it) */
+	const rec_shape *sh = &r->shape;
+	m->size = sh->size;
+	m->mtime_ms = sh->mtime_ms;
+	m->block_size = sh->block_size;
+	m->k = sh->k;
+	m->m = sh->m;
+	m->index = sh->index;
+	m->ndist = sh->ndist;
+	memcpy(m->dist, sh->dist, sizeof m->dist);
+	m->delete_marker = sh->delete_marker;
+	m->has_inline = sh->has_inline;
+	if (sh->has_inline) {
+		m->inline_len = sh->inline_len;
+		if (!skip_inline) {
+			m->inline_data = r->p + sh->inline_off; /* read-only: the record is shared */
+			m->inline_rec = cn_ec_rec_ref(r);
+		}
+	}
+	m->partial = true;
+	return CN_OK;
 }

@@ -1033,8 +1033,10 @@ static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
 			if (ident)
 				*ident = id;
 			if (cache) {
-				cn_ec_rec_set_ident(shared, id); /* before the cache shares it */
-				cn_rcache_insert(s->rc, (unsigned)d, vol, key, shared, gen); /* R2 */
+				/* before the cache shares it; never false for a record m was
+				 * decoded from, and then not cached */
+				if (cn_ec_rec_set_ident(shared, id, m))
+					cn_rcache_insert(s->rc, (unsigned)d, vol, key, shared, gen); /* R2 */
 			}
 		}
 		cn_ec_rec_unref(shared);
