@@ -97,9 +97,8 @@ static void copy_str(char *dst, size_t cap, cn_str s)
 
 static void fmt_amz_date(int64_t ms, char out[17])
 {
-	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
-	gmtime_r(&t, &tm);
+	cn_time_utc(ms / 1000, &tm);
 	char tmp[64];
 	snprintf(tmp, sizeof tmp, "%04d%02d%02dT%02d%02d%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
 		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);

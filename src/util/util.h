@@ -167,6 +167,11 @@ bool cn_periodic_stopping(cn_periodic *p);
  * shards at 3.9 GB/s right after a 5.5 KiB crc32_iscsi, 14 GB/s after this). vzeroupper
  * on CPUs with AVX, nothing elsewhere. */
 void cn_simd_settle(void);
+/* gmtime_r without the C library's time zone machinery (struct tm from <time.h>):
+ * year, month, day, hour, minute, second, weekday and day of the year of secs since the
+ * epoch (negative: before it), UTC; tm_isdst 0. */
+struct tm;
+void cn_time_utc(int64_t secs, struct tm *tm);
 /* Formats: "Tue, 15 Nov 1994 08:12:31 GMT" (IMF-fixdate, 29 chars + NUL) */
 void cn_time_http(int64_t ms, char out[30]);
 /* "2006-01-02T15:04:05.000Z" (24 chars + NUL) */
