@@ -331,18 +331,19 @@ static cn_err canonical_headers(const cn_http_req *req, cn_str signed_headers, c
 		cn_str name = { signed_headers.p + i, j - i };
 		if (name.len == 0 || name.len > 128)
 			return CN_ERR_INVALID;
+		/* the name in lower case and its ':', written in place (one reservation, not
+		 * one append per byte) */
+		cn_err e = cn_buf_reserve(b, name.len + 1);
+		if (e)
+			return e;
 		for (size_t k = 0; k < name.len; k++) {
 			unsigned char c = (unsigned char)name.p[k];
 			if (c <= ' ' || c >= 0x7f || c == ':')
 				return CN_ERR_INVALID;
-			char lc = lower((char)c);
-			cn_err e = cn_buf_append(b, &lc, 1);
-			if (e)
-				return e;
+			b->p[b->len++] = lower((char)c);
 		}
-		cn_err e = cn_buf_append(b, ":", 1);
-		if (e)
-			return e;
+		b->p[b->len++] = ':';
+		b->p[b->len] = 0;
 		bool found = false;
 		for (size_t k = 0; k < nh; k++) {
 			if (!str_ieq(req->headers[k].name, name))
