@@ -1870,7 +1870,7 @@ void cn_ec_reader_close(cn_ec_reader *r)
 	for (size_t d = 0; d < CN_EC_MAX_DRIVES; d++) {
 		if (r->inl_rec[d])
 			cn_ec_rec_unref(r->inl_rec[d]);
-		else
+		else if (r->inl[d]) /* most slots hold nothing: no call into free per slot */
 			free(r->inl[d]);
 	}
 	if (r->inline_rec)
