@@ -115,8 +115,6 @@ struct cn_ec_reader {
 	bool blk_valid;
 	unsigned char *sh;                  /* (k+m) * sh_stride scratch */
 	size_t sh_stride;                   /* HASH_LEN + shard_len of the largest block */
-	bool heal;                          /* opened by heal: no rebuilt block from the cache */
-	cn_ec_rec *blk_rec;                 /* a reference: the rebuilt block dptr lies in (R3) */
 };
 
 /* Reduces per-drive results to one verdict: CN_OK when at least quorum drives succeeded,
@@ -1475,40 +1473,9 @@ static unsigned char *reader_scratch(cn_ec_reader *r)
 	return r->sh;
 }
 
-/* R3: a small object read degraded (some data shard missing: its drive gone, or the
- * shard bad) would be rebuilt from parity on every GET while its drive stays away. Its
- * rebuilt block — the K data shards, i.e. the object's bytes — goes to the record cache
- * under a slot no drive has (REBUILT_SLOT), prefixed with the version's identity; a later
- * degraded read of the same version takes it instead of decoding (the shards it does
- * read are still checked, and the object still counts as degraded: heal). Entries of an
- * older version never match (the identity differs: no invalidation needed); heal never
- * uses them (it rebuilds from the drives). Objects of one part and one block only; the
- * cache's record size limit bounds them. */
-#define REBUILT_SLOT CN_EC_MAX_DRIVES
-
-typedef struct rebuilt_arg {
-	uint64_t ident;
-	size_t len;
-	cn_ec_rec *rec; /* set on a match: a reference */
-} rebuilt_arg;
-
-static void rebuilt_take(cn_ec_rec *rec, void *arg)
-{
-	rebuilt_arg *a = arg;
-	size_t len;
-	const unsigned char *p = cn_ec_rec_bytes(rec, &len);
-	uint64_t id;
-	if (len != sizeof id + a->len)
-		return;
-	memcpy(&id, p, sizeof id);
-	if (id == a->ident)
-		a->rec = cn_ec_rec_ref(rec);
-}
-
 /* Loads block b of part p: its K data shards verified, missing ones rebuilt (E4: data
  * shards first, parity only as needed), left in r->sh at r->dptr (the block's bytes are
- * their concatenation; block_at reads them, nothing is joined), or taken rebuilt from the
- * record cache (R3: dptr then lies in r->blk_rec). */
+ * their concatenation; block_at reads them, nothing is joined). */
 static cn_err load_block(cn_ec_reader *r, size_t p, size_t b)
 {
 	if (r->blk_valid && r->blk_part == p && r->blk_idx == b)
@@ -1551,25 +1518,9 @@ again:
 	bool need = false;
 	for (unsigned j = 0; j < r->k; j++)
 		need |= !present[j];
-	/* R3: a small object's rebuilt block, cached */
-	bool rebuilt = need && !r->heal && r->s->rc && r->nparts == 1 && p == 0 && b == 0 &&
-	               (int64_t)bl == r->size;
-	uint64_t gen = 0;
-	cn_ec_rec *blk_rec = NULL;
-	if (rebuilt) {
-		rebuilt_arg a = { r->ident, (size_t)r->k * sl, NULL };
-		cn_rcache_visit(r->s->rc, REBUILT_SLOT, r->vol, r->key, rebuilt_take, &a, &gen);
-		if ((blk_rec = a.rec)) {
-			size_t len;
-			unsigned char *base = (unsigned char *)cn_ec_rec_bytes(blk_rec, &len) + sizeof r->ident;
-			for (unsigned j = 0; j < r->k; j++)
-				ptr[j] = base + (size_t)j * sl; /* read-only: the record is shared */
-			need = false;
-		}
-	}
 	if (need && !reader_scratch(r))
 		return CN_ERR_NOMEM;
-	for (unsigned j = 0; j < n && need; j++) /* where missing shards are rebuilt */
+	for (unsigned j = 0; j < n; j++) /* where missing shards are rebuilt */
 		if (!present[j])
 			ptr[j] = r->sh ? r->sh + (size_t)j * r->sh_stride + HASH_LEN : NULL;
 	if (need) {
@@ -1579,23 +1530,7 @@ again:
 		cn_err e = cn_codec_reconstruct(r->c, sl, ptr, present, want);
 		if (e)
 			return e;
-		if (rebuilt) {
-			size_t len = sizeof r->ident + (size_t)r->k * sl;
-			unsigned char *copy = malloc(len);
-			cn_ec_rec *rec = copy ? cn_ec_rec_wrap(copy, len) : NULL;
-			if (rec) {
-				memcpy(copy, &r->ident, sizeof r->ident);
-				for (unsigned j = 0; j < r->k; j++)
-					memcpy(copy + sizeof r->ident + (size_t)j * sl, ptr[j], sl);
-				cn_rcache_insert(r->s->rc, REBUILT_SLOT, r->vol, r->key, rec, gen);
-				cn_ec_rec_unref(rec);
-			} else {
-				free(copy);
-			}
-		}
 	}
-	cn_ec_rec_unref(r->blk_rec);
-	r->blk_rec = blk_rec;
 	for (unsigned j = 0; j < r->k; j++)
 		r->dptr[j] = ptr[j];
 	r->blk_part = p;
@@ -1696,7 +1631,6 @@ static cn_err open_version(cn_ec_set *s, const char *vol, const char *key, const
 	if (!r)
 		return CN_ERR_NOMEM;
 	r->s = s;
-	r->heal = full; /* only heal opens in full */
 	r->vol = strdup(vol);
 	r->key = strdup(key);
 	cn_strlcpy(r->vid, vid ? vid : "", sizeof r->vid);
@@ -1882,7 +1816,6 @@ void cn_ec_reader_close(cn_ec_reader *r)
 	free(r->key);
 	free(r->blk);
 	free(r->sh);
-	cn_ec_rec_unref(r->blk_rec);
 	free(r);
 }
 

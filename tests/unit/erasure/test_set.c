@@ -380,49 +380,6 @@ TEST(test_debug_read_skip)
 	free(p);
 }
 
-/* R3: a small object read with data shards missing is rebuilt once; later degraded reads
- * of the same version take the rebuilt block from the record cache, and a new version of
- * the key (same size: the same cache entry shape) is never answered with the old bytes. */
-TEST(test_rebuilt_block_cached_per_version)
-{
-	reset(true);
-	setenv("CAIRN_DEBUG_READ_OFFLINE_SLOTS", "2", 1);
-	cn_ec_set *s = open_set(4, 2);
-	unsetenv("CAIRN_DEBUG_READ_OFFLINE_SLOTS");
-	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
-	const size_t len = 3001;
-	unsigned char *a = pattern(len, 11), *b = pattern(len, 12);
-	char key[16];
-	cn_ec_cache_stats st0, st1;
-	int bad = 0;
-	for (int i = 0; i < 12; i++) { /* most keys have a data shard on slot 0 or 1 */
-		snprintf(key, sizeof key, "r%d", i);
-		put_mtime = 5000;
-		bad += put(s, key, a, len, true) != CN_OK;
-		for (int rep = 0; rep < 3; rep++) /* rebuilt, then from the cache */
-			bad += check(s, key, a, rep, len - (size_t)rep, NULL) != CN_OK;
-	}
-	cn_ec_set_cache_stats(s, &st0);
-	for (int i = 0; i < 12; i++) {
-		snprintf(key, sizeof key, "r%d", i);
-		put_mtime = 5001; /* a new version of the same size */
-		bad += put(s, key, b, len, true) != CN_OK;
-		for (int rep = 0; rep < 3; rep++)
-			bad += check(s, key, b, rep * 7, len - (size_t)rep * 7, NULL) != CN_OK;
-	}
-	cn_ec_set_cache_stats(s, &st1);
-	CHECK_EQ_INT(bad, 0);
-	/* the rebuilt blocks were cached (8 bytes of identity + 2 shards each, beside the
-	 * records of slots 2 and 3; 5 of the 12 keys at least have a data shard on slot 0
-	 * or 1: all but those whose two data shards landed on slots 2 and 3) */
-	CHECK(st0.bytes > 12 * 2 * (len / 2 + 400) + 5 * len); /* records alone: < 12 x 2 x (len / 2 + 400) */
-	CHECK(st1.hits > st0.hits);
-	put_mtime = 1000;
-	cn_ec_set_free(s);
-	free(a);
-	free(b);
-}
-
 /* Removes drive i's copy of noncurrent version "null" of key (record and data folder), or
  * flips a byte of its shard file. */
 static void damage_version(size_t i, const char *key, const char *data_id, bool corrupt)
@@ -1098,7 +1055,6 @@ int main(void)
 	RUN(test_misses_count_only_from_drives_there);
 	RUN(test_heal);
 	RUN(test_debug_read_skip);
-	RUN(test_rebuilt_block_cached_per_version);
 	RUN(test_walk_merges_drives);
 	RUN(test_walk_lists_what_reads_pick);
 	RUN(test_tie_at_half_is_read_one_way);
