@@ -288,6 +288,22 @@ static cn_err read_current(cn_ec_set *s, const char *vol, const char *key)
 	return e;
 }
 
+/* What the set answers for key (present, or never read when more than M are gone), a
+ * key never written (also below a prefix never made), a key of a bucket never made, and
+ * the two buckets' stat_vol; false on any difference (the CHECK lines above say which). */
+static bool answers(cn_ec_set *s, const char *key, cn_err present, cn_err missing,
+                    cn_err no_bucket, cn_err vol, cn_err no_vol)
+{
+	int bad = t_failed_checks;
+	CHECK_EQ_INT(read_current(s, "bkt", key), present);
+	CHECK_EQ_INT(read_current(s, "bkt", "nokey"), missing);
+	CHECK_EQ_INT(read_current(s, "bkt", "no/such/prefix"), missing);
+	CHECK_EQ_INT(read_current(s, "nob", key), no_bucket);
+	CHECK_EQ_INT(cn_ec_stat_vol(s, "bkt", NULL), vol);
+	CHECK_EQ_INT(cn_ec_stat_vol(s, "nob", NULL), no_vol);
+	return t_failed_checks == bad;
+}
+
 TEST(test_misses_count_only_from_drives_there)
 {
 	reset(true);
@@ -296,27 +312,15 @@ TEST(test_misses_count_only_from_drives_there)
 	unsigned char *p = pattern(100, 3);
 	CHECK_EQ_INT(put(s, "k", p, 100, true), CN_OK);
 	CHECK_EQ_INT(put(s, "unread", p, 100, true), CN_OK); /* never read: not cached */
-	CHECK_EQ_INT(read_current(s, "bkt", "k"), CN_OK);
-	CHECK_EQ_INT(read_current(s, "bkt", "nokey"), CN_ERR_NO_KEY);
-	CHECK_EQ_INT(read_current(s, "bkt", "no/such/prefix"), CN_ERR_NO_KEY);
-	CHECK_EQ_INT(read_current(s, "nob", "k"), CN_ERR_NO_BUCKET);
-	CHECK_EQ_INT(cn_ec_stat_vol(s, "bkt", NULL), CN_OK);
-	CHECK_EQ_INT(cn_ec_stat_vol(s, "nob", NULL), CN_ERR_NO_BUCKET);
-	/* M folders gone: the other two still answer for the set */
+	CHECK(answers(s, "k", CN_OK, CN_ERR_NO_KEY, CN_ERR_NO_BUCKET, CN_OK, CN_ERR_NO_BUCKET));
+	/* M folders gone: the other two still answer for the set, as all four did */
 	rm_drive(0);
 	rm_drive(1);
-	CHECK_EQ_INT(read_current(s, "bkt", "k"), CN_OK);
-	CHECK_EQ_INT(read_current(s, "bkt", "nokey"), CN_ERR_NO_KEY);
-	CHECK_EQ_INT(read_current(s, "nob", "k"), CN_ERR_NO_BUCKET);
-	CHECK_EQ_INT(cn_ec_stat_vol(s, "bkt", NULL), CN_OK);
-	CHECK_EQ_INT(cn_ec_stat_vol(s, "nob", NULL), CN_ERR_NO_BUCKET);
+	CHECK(answers(s, "k", CN_OK, CN_ERR_NO_KEY, CN_ERR_NO_BUCKET, CN_OK, CN_ERR_NO_BUCKET));
 	/* M+1 gone: one drive cannot say what is there, or what is not */
 	rm_drive(2);
-	CHECK_EQ_INT(read_current(s, "bkt", "unread"), CN_ERR_QUORUM);
-	CHECK_EQ_INT(read_current(s, "bkt", "nokey"), CN_ERR_QUORUM);
-	CHECK_EQ_INT(read_current(s, "nob", "k"), CN_ERR_QUORUM);
-	CHECK_EQ_INT(cn_ec_stat_vol(s, "bkt", NULL), CN_ERR_QUORUM);
-	CHECK_EQ_INT(cn_ec_stat_vol(s, "nob", NULL), CN_ERR_QUORUM);
+	CHECK(answers(s, "unread", CN_ERR_QUORUM, CN_ERR_QUORUM, CN_ERR_QUORUM, CN_ERR_QUORUM,
+	              CN_ERR_QUORUM));
 	cn_ec_set_free(s);
 	free(p);
 }
