@@ -255,6 +255,8 @@ bool cn_drive_health_offline(cn_drive *d);
 
 /* Statistics of the local drive's group commit (for benchmarks). */
 void cn_drive_local_sync_stats(cn_drive *d, uint64_t *barriers, uint64_t *flushes);
+/* The group commit's generations (tests): flushes started, and completed (local.c S1). */
+void cn_drive_local_sync_gens(cn_drive *d, uint64_t *started, uint64_t *completed);
 
 /* Convenience wrappers: d->ops->x(d, ...). */
 static inline void cn_drive_close(cn_drive *d) { if (d) d->ops->close(d); }
