@@ -3,7 +3,9 @@
  *
  * Invariants:
  *  W1. A call that fails with CN_ERR_IO / CN_ERR_OFFLINE or takes longer than the stall
- *      limit marks the drive offline (logged once per outage). Data-level answers
+ *      limit marks the drive offline (logged once per outage), and so does finding its
+ *      folder gone (online, info): the erasure layer then counts it down before its next
+ *      mutation (set.c E12) instead of finding it by a write. Data-level answers
  *      (NO_KEY, NO_BUCKET, NOT_FOUND, NOSPACE, CORRUPT ...) say nothing about the drive.
  *  W2. While offline every call returns CN_ERR_OFFLINE at once, without touching the inner
  *      drive, so one bad drive costs requests nothing but its share of the quorum; handles
@@ -142,6 +144,8 @@ static cn_err h_info(cn_drive *dd, cn_drive_info *out)
 	int64_t t0 = mono_ms();
 	cn_err e = d->in->ops->info(d->in, out);
 	judge(d, e, t0, "info");
+	if (e == CN_OK && !out->online)
+		mark_offline(d, "its folder is gone"); /* W1 */
 	if (atomic_load(&d->offline))
 		out->online = false;
 	out->outages = atomic_load(&d->outages);
@@ -156,8 +160,13 @@ static bool h_online(cn_drive *dd)
 		return false;
 	if (atomic_load(&d->refused))
 		return false;
-	if (d->in->ops->online)
-		return d->in->ops->online(d->in) && !atomic_load(&d->offline);
+	if (d->in->ops->online) {
+		if (!d->in->ops->online(d->in)) {
+			mark_offline(d, "its folder is gone"); /* W1 */
+			return false;
+		}
+		return !atomic_load(&d->offline);
+	}
 	cn_drive_info di;
 	return h_info(dd, &di) == CN_OK && di.online;
 }

@@ -36,6 +36,14 @@
  *      Slots not read are "unread", not offline: a reader that later finds fewer than K
  *      good shards reads their records then (reader_complete). Heal reads every record
  *      (it must see every slot that lacks the object).
+ *  E12. A mutation of a coded set that cannot reach its quorum on the slots not known to
+ *      be down (absent, or held offline or refused by the health wrapper: flags, no
+ *      syscall) fails with CN_ERR_QUORUM before touching any drive: otherwise the drives
+ *      still up took the change, and with K of them a read returned what the client was
+ *      told had failed (found by tests/integration/test_erasure_random.py). A drive that
+ *      fails during the mutation is found by it (drive.h health W1) and may still leave
+ *      the change on the others — MinIO's window for dangling objects; a read or heal
+ *      then sees the change if K drives hold it.
  *  E5, E6: listing (below, "merged walks"); E8: name lists (below, union_names); E9:
  *      buckets (cn_ec_list_vols). */
 #include "erasure/codec.h"
@@ -117,8 +125,18 @@ struct cn_ec_reader {
 	size_t sh_stride;                   /* HASH_LEN + shard_len of the largest block */
 };
 
+/* A drive that is away, failed or stalled says nothing about the request: in a set of
+ * several drives its error is never the verdict (too few drives left is CN_ERR_QUORUM,
+ * 503, as MinIO's InsufficientWriteQuorum; an I/O error found while writing had answered
+ * 500 InternalError). */
+static bool drive_fault(cn_err e)
+{
+	return e == CN_ERR_OFFLINE || e == CN_ERR_IO || e == CN_ERR_TIMEOUT;
+}
+
 /* Reduces per-drive results to one verdict: CN_OK when at least quorum drives succeeded,
- * otherwise the most frequent error (CN_ERR_QUORUM when errors disagree evenly). */
+ * otherwise the most frequent error that is not a drive fault (CN_ERR_QUORUM when errors
+ * disagree evenly or only drive faults remain). One drive (n == 1): its own error. */
 static cn_err reduce_quorum(const cn_err *errs, size_t n, size_t quorum)
 {
 	size_t ok = 0;
@@ -129,7 +147,7 @@ static cn_err reduce_quorum(const cn_err *errs, size_t n, size_t quorum)
 	cn_err best = CN_ERR_QUORUM;
 	size_t best_n = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (errs[i] == CN_OK || errs[i] == CN_ERR_OFFLINE)
+		if (errs[i] == CN_OK || errs[i] == CN_ERR_OFFLINE || (n > 1 && drive_fault(errs[i])))
 			continue;
 		size_t c = 0;
 		for (size_t j = 0; j < n; j++)
@@ -143,6 +161,24 @@ static cn_err reduce_quorum(const cn_err *errs, size_t n, size_t quorum)
 	if (n > 1 && best_n + ok < quorum)
 		return CN_ERR_QUORUM;
 	return best;
+}
+
+/* E12: slots that may take a write (ok, when given, further excludes a writer's failed
+ * slots). */
+static size_t slots_up(const cn_ec_set *s, const bool *ok)
+{
+	size_t up = 0;
+	for (size_t d = 0; d < s->n; d++)
+		up += s->drives[d] && (!ok || ok[d]) && !cn_drive_health_offline(s->drives[d]) &&
+		      !cn_drive_health_refused(s->drives[d]);
+	return up;
+}
+
+/* E12: true when a mutation needing quorum q may start. One drive: always (its own error
+ * is the answer). */
+static bool quorum_up(const cn_ec_set *s, size_t q)
+{
+	return s->n == 1 || slots_up(s, NULL) >= q;
 }
 
 static size_t write_quorum(const cn_ec_set *s)
@@ -574,8 +610,11 @@ cn_err cn_ec_sync(cn_ec_set *s)
 	const void *tok[CN_EC_MAX_DRIVES];
 	for (size_t i = 0; i < s->n; i++) {
 		tok[i] = D(s, i) && D(s, i)->ops->sync_group ? D(s, i)->ops->sync_group(D(s, i)) : NULL;
-		size_t j = 0; /* a drive whose flush an earlier one shared: its verdict */
-		while (j < i && !(tok[i] && tok[j] == tok[i] && D(s, j)))
+		/* a drive whose flush an earlier one shared: its verdict — unless that one was
+		 * offline (it flushed nothing: with the first drive of a filesystem offline, its
+		 * OFFLINE had failed every drive sharing the filesystem, and every write, 503) */
+		size_t j = 0;
+		while (j < i && !(tok[i] && tok[j] == tok[i] && D(s, j) && errs[j] != CN_ERR_OFFLINE))
 			j++;
 		if (!D(s, i))
 			errs[i] = CN_ERR_OFFLINE;
@@ -649,7 +688,9 @@ static cn_err writer_check(cn_ec_writer *w, cn_err last)
 	size_t ok = 0;
 	for (size_t i = 0; i < w->s->n; i++)
 		ok += w->ok[i];
-	return ok >= writer_quorum(w) ? CN_OK : (last ? last : CN_ERR_QUORUM);
+	if (ok >= writer_quorum(w))
+		return CN_OK;
+	return last && !(coded(w->s) && drive_fault(last)) ? last : CN_ERR_QUORUM;
 }
 
 /* Encodes and writes the pending block (coded sets). */
@@ -762,6 +803,12 @@ static cn_err commit(cn_ec_set *s, const char *tmp_id, const char *data_id, cons
                      const bool *ok)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
+	if (s->n > 1 && slots_up(s, ok) < (size_t)k + (k == mm)) { /* E12 */
+		for (size_t i = 0; i < s->n; i++)
+			if (D(s, i))
+				D(s, i)->ops->abort_tmp(D(s, i), tmp_id);
+		return CN_ERR_QUORUM;
+	}
 	cn_ec_part one = { 1, m->size, "" };
 	bool added_part = false;
 	if (m->nparts == 0) {
@@ -867,6 +914,8 @@ cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec
 	cn_codec *c = codec_for(s, k, mm);
 	if (!c)
 		return CN_ERR_INVALID;
+	if (!quorum_up(s, (size_t)k + (k == mm)))
+		return CN_ERR_QUORUM; /* E12 */
 	uint8_t dist[CN_EC_MAX_DRIVES];
 	cn_codec_dist(vol, key, strlen(key), (unsigned)s->n, dist);
 	unsigned char *streams[CN_EC_MAX_DRIVES], *sbase = NULL;
@@ -1227,6 +1276,8 @@ cn_err cn_ec_read_meta(cn_ec_set *s, const char *vol, const char *key, bool skip
 cn_err cn_ec_delete_meta(cn_ec_set *s, const char *vol, const char *key)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
+	if (!quorum_up(s, s->n / 2 + 1))
+		return CN_ERR_QUORUM; /* E12 */
 	for (size_t i = 0; i < s->n; i++)
 		errs[i] = D(s, i) ? D(s, i)->ops->delete_meta(D(s, i), vol, key) : CN_ERR_OFFLINE;
 	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* R1 */
@@ -2003,6 +2054,8 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 cn_err cn_ec_version_keep(cn_ec_set *s, const char *vol, const char *key, const char *vid)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
+	if (!quorum_up(s, write_quorum(s)))
+		return CN_ERR_QUORUM; /* E12 */
 	for (size_t i = 0; i < s->n; i++)
 		errs[i] = D(s, i) ? D(s, i)->ops->version_keep(D(s, i), vol, key, vid) : CN_ERR_OFFLINE;
 	return reduce_quorum(errs, s->n, write_quorum(s));
@@ -2301,6 +2354,8 @@ cn_err cn_ec_version_list_all(cn_ec_set *s, const char *vol, const char *key, ch
 cn_err cn_ec_version_delete(cn_ec_set *s, const char *vol, const char *key, const char *vid)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
+	if (!quorum_up(s, s->n / 2 + 1))
+		return CN_ERR_QUORUM; /* E12 */
 	for (size_t i = 0; i < s->n; i++)
 		errs[i] = D(s, i) ? D(s, i)->ops->version_delete(D(s, i), vol, key, vid) : CN_ERR_OFFLINE;
 	return reduce_quorum(errs, s->n, s->n / 2 + 1);
@@ -2309,6 +2364,8 @@ cn_err cn_ec_version_delete(cn_ec_set *s, const char *vol, const char *key, cons
 cn_err cn_ec_version_promote(cn_ec_set *s, const char *vol, const char *key, const char *vid)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
+	if (!quorum_up(s, write_quorum(s)))
+		return CN_ERR_QUORUM; /* E12 */
 	for (size_t i = 0; i < s->n; i++)
 		errs[i] = D(s, i) ? D(s, i)->ops->version_promote(D(s, i), vol, key, vid) : CN_ERR_OFFLINE;
 	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* R1: the current record changed */
@@ -2321,6 +2378,8 @@ static cn_err rewrite_meta(cn_ec_set *s, const char *vol, const char *key, const
                            cn_ec_meta *m)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
+	if (!quorum_up(s, write_quorum(s)))
+		return CN_ERR_QUORUM; /* E12 */
 	cn_buf rec;
 	cn_buf_init(&rec);
 	for (size_t d = 0; d < s->n; d++) {

@@ -291,6 +291,32 @@ def test_more_than_parity_lost_fails_cleanly(need_multi_drive, drive_server, roo
     assert objs
 
 
+@pytest.mark.parametrize("first", [True, False])
+def test_writes_go_on_with_a_drive_gone(need_multi_drive, drive_server, root, first):
+    """With one drive folder removed (the first of the set: the one whose flush the other
+    drives of its filesystem shared, or another), PUTs of every size class, overwrites and
+    DELETEs succeed and read back; they were answered 503 while the first drive was held
+    offline, its OFFLINE standing for every drive's durability barrier."""
+    n = 4
+    srv, s3, b, objs, drives = filled_set(drive_server, root, n, "wgo", 21)
+    shutil.rmtree(drives[0] if first else drives[2])
+    s3.head_bucket(Bucket=b)
+    admin_cli(srv, "info")  # looks at every drive: the gone one is held offline from here
+    rnd = random.Random(22)
+    for i, size in enumerate([1, 1000, INLINE + 1, MiB + 1]):
+        key = f"after/{i}"
+        objs[key] = rnd.randbytes(size)
+        s3.put_object(Bucket=b, Key=key, Body=objs[key])
+    objs["obj/01-1"] = b"z"  # an overwrite
+    s3.put_object(Bucket=b, Key="obj/01-1", Body=b"z")
+    s3.delete_object(Bucket=b, Key="after/0")
+    del objs["after/0"]
+    check_all(s3, b, objs, ranges=False)
+    with pytest.raises(ClientError) as ei:
+        s3.head_object(Bucket=b, Key="after/0")
+    assert err_code(ei.value)[1] == 404
+
+
 def test_bitrot_in_shards_and_records(need_multi_drive, drive_server, root):
     n, m = 8, 4
     srv = drive_server([os.path.join(root, "d{1...8}")])
