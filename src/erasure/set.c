@@ -2444,6 +2444,8 @@ cn_err cn_ec_upload_put_meta(cn_ec_set *s, const char *vol, const char *upload_i
                              bool create, cn_ec_meta *m)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
+	if (!quorum_up(s, write_quorum(s)))
+		return CN_ERR_QUORUM; /* E12 */
 	cn_buf rec;
 	cn_buf_init(&rec);
 	for (size_t i = 0; i < s->n; i++) {
