@@ -231,6 +231,15 @@ struct cn_drive {
  * tmp area, and empties tmp (crash garbage). durable=false makes sync a no-op. */
 cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out);
 
+/* A local drive for a path that cn_drive_local_open could not open (not a folder, no
+ * permission, I/O error): it stands on a placeholder folder that no longer exists, so
+ * every call fails and online() is false, until reopen finds a folder at path and moves
+ * onto it (then as cn_drive_local_open: system folders made, tmp emptied). Lets a set hold
+ * the slot offline and the drive monitor take the drive in when it appears, instead of
+ * leaving the slot empty for the run. Errors: CN_ERR_NOMEM, or CN_ERR_IO when no
+ * placeholder can be made (TMPDIR, else /tmp). */
+cn_err cn_drive_local_open_absent(const char *path, bool durable, cn_drive **out);
+
 /* Health decorator (drive/health.c): wraps any drive; a call that fails with CN_ERR_IO or
  * takes longer than stall_ms takes the drive offline — every call then answers
  * CN_ERR_OFFLINE at once (info: online = false) — and a background prober brings it back
@@ -248,6 +257,9 @@ cn_err cn_drive_health_wrap(cn_drive *inner, const cn_drive_health_cfg *cfg, cn_
  * "format" still reach it, so its owner can see whether it still has to be refused.
  * No-op on a drive that is not a health wrapper. */
 void cn_drive_health_refuse(cn_drive *d, bool refuse);
+/* Takes a health wrapper's drive offline now (logged with why), as a failed call would:
+ * for a drive known to be unusable from the start (cn_drive_local_open_absent). */
+void cn_drive_health_set_offline(cn_drive *d, const char *why);
 /* True when d is a health wrapper whose drive is refused (above). */
 bool cn_drive_health_refused(cn_drive *d);
 /* True when d is a health wrapper that currently holds its drive offline. */

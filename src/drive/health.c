@@ -574,6 +574,12 @@ bool cn_drive_health_refused(cn_drive *d)
 	return d && d->ops == &health_ops && atomic_load(&H(d)->refused);
 }
 
+void cn_drive_health_set_offline(cn_drive *d, const char *why)
+{
+	if (d && d->ops == &health_ops)
+		mark_offline(H(d), why);
+}
+
 bool cn_drive_health_offline(cn_drive *d)
 {
 	return d && d->ops == &health_ops && atomic_load(&H(d)->offline);

@@ -91,6 +91,7 @@ typedef struct local_drive {
 	ino_t ino;
 	bool mount_root;
 	bool warned_bare;        /* "nothing mounted at the path" logged since the last change */
+	bool absent;            /* on a placeholder until reopen finds the folder (open_absent) */
 } local_drive;
 
 static pthread_mutex_t groups_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -2294,7 +2295,10 @@ static cn_err local_reopen(cn_drive *dd)
 		group_put(g); /* same filesystem: keep the one reference */
 	else
 		d->sg = g; /* another one: the old group stays (a sync may still be using it) */
-	if (alive)
+	if (d->absent) {
+		cn_log(CN_LOG_WARN, NULL, "drive %s: a folder is at its path now: opened", d->base.endpoint);
+		d->absent = false;
+	} else if (alive)
 		cn_log(CN_LOG_WARN, NULL, "drive %s: another folder is at its path now (the old one was "
 		       "moved away or its disk detached): re-opened there", d->base.endpoint);
 	else
@@ -2358,6 +2362,47 @@ static const cn_drive_ops local_ops = {
 	.sync = local_sync,
 	.sync_group = local_sync_group,
 };
+
+cn_err cn_drive_local_open_absent(const char *path, bool durable, cn_drive **out)
+{
+	*out = NULL;
+	const char *dir = getenv("TMPDIR");
+	char tmpl[PATH_CAP];
+	snprintf(tmpl, sizeof tmpl, "%s/cairn-absent-XXXXXX", dir && *dir ? dir : "/tmp");
+	if (!mkdtemp(tmpl))
+		return CN_ERR_IO;
+	int fd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	rmdir(tmpl); /* the placeholder no longer exists: nothing can be made in it */
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_nlink != 0) {
+		if (fd >= 0)
+			close(fd);
+		return CN_ERR_IO;
+	}
+	local_drive *d = calloc(1, sizeof *d);
+	if (!d) {
+		close(fd);
+		return CN_ERR_NOMEM;
+	}
+	d->base.ops = &local_ops;
+	snprintf(d->base.endpoint, sizeof d->base.endpoint, "%s", path);
+	d->root_fd = fd;
+	d->durable = durable;
+	pthread_mutex_init(&d->pool.mu, NULL);
+	const char *m = getenv("CAIRN_SYNC");
+	d->sync_mode_full = !(m && strcmp(m, "fsync") == 0);
+	d->sg = group_get(st.st_dev);
+	if (!d->sg) {
+		close(fd);
+		pthread_mutex_destroy(&d->pool.mu);
+		free(d);
+		return CN_ERR_NOMEM;
+	}
+	note_root(d, fd, &st);
+	d->absent = true;
+	*out = &d->base;
+	return CN_OK;
+}
 
 cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out)
 {

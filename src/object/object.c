@@ -509,7 +509,7 @@ static cn_err format_all(cn_obj_store *s, const cn_err *open_err)
 	for (size_t i = 0; i < s->nsets; i++) {
 		for (size_t d = 0; d < cn_ec_set_ndrives(s->sets[i]); d++, at++) {
 			why_err[at] = open_err[at];
-			if (!cn_ec_set_endpoint(s->sets[i], d)) {
+			if (open_err[at] || !cn_ec_set_endpoint(s->sets[i], d)) { /* held offline */
 				state[at] = F_OFFLINE;
 				continue;
 			}
@@ -1090,8 +1090,21 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 				}
 				if (open_err[at]) {
 					dv[d] = NULL;
+					/* several drives: the slot holds the drive offline on a placeholder,
+					 * and the drive monitor takes it in once a folder is at its path */
+					cn_drive *absent = NULL, *wrapped = NULL;
+					cn_drive_health_cfg hc = { 0 };
+					if (ps->set_size > 1 && cn_drive_local_open_absent(path, cfg->durable, &absent) == CN_OK) {
+						if (cn_drive_health_wrap(absent, &hc, &wrapped) == CN_OK) {
+							cn_drive_health_set_offline(wrapped, "it cannot be opened");
+							dv[d] = wrapped;
+						} else {
+							cn_drive_close(absent);
+						}
+					}
 					cn_log(CN_LOG_ERROR, NULL, "object: drive %s (pool %zu set %zu slot %zu) cannot "
-					       "be opened (%s): offline", path, p, k, d, cn_err_str(open_err[at]));
+					       "be opened (%s): offline%s", path, p, k, d, cn_err_str(open_err[at]),
+					       dv[d] ? "; looked at again every few seconds" : "");
 				}
 			}
 			e = cn_ec_set_new(dv, ps->set_size, par, rrs, &s->sets[s->nsets]);

@@ -572,6 +572,53 @@ def test_removed_drive_formatted_when_it_reappears(need_multi_drive, drive_serve
     check_all(s3, b, objs, ranges=False)
 
 
+def test_drive_that_cannot_be_opened_at_start_is_taken_in_later(need_multi_drive, drive_server, root):
+    """A drive whose path cannot be opened at start (here a file stands there) is held
+    offline, not dropped for the run: once a folder is at its path the drive monitor opens
+    it — an empty one is formatted into its slot and healed, and one that holds the slot's
+    old data comes back with it, its stale records of keys deleted or replaced meanwhile
+    never read."""
+    n = 4
+    srv, s3, b, objs, drives = filled_set(drive_server, root, n, "late", 31)
+    victim = drives[1]
+    # 1. a drive away with its data across a restart: a file at its path
+    srv.stop()
+    os.rename(victim, victim + ".away")
+    open(victim, "w").close()
+    srv.start()
+    assert log_has(srv, f"drive {victim} (pool 0 set 0 slot 1) cannot be opened")()
+    s3 = make_client(srv)
+    s3.delete_object(Bucket=b, Key="obj/01-1")
+    del objs["obj/01-1"]
+    objs["obj/02-" + str(SIZES[2])] = b"replaced while the drive was away"
+    s3.put_object(Bucket=b, Key="obj/02-" + str(SIZES[2]), Body=objs["obj/02-" + str(SIZES[2])])
+    os.remove(victim)
+    os.rename(victim + ".away", victim)
+    assert wait_until(log_has(srv, f"drive {victim}: a folder is at its path now: opened"), 30)
+    assert wait_until(log_has(srv, f"drive {victim}: back online"), 30)
+    check_all(s3, b, objs, ranges=False)
+    with pytest.raises(ClientError) as ei:
+        s3.head_object(Bucket=b, Key="obj/01-1")
+    assert err_code(ei.value)[1] == 404
+    assert "obj/01-1" not in [o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]]
+    # 2. an empty folder in place of a file at start: formatted into the slot and healed
+    srv.stop()
+    shutil.rmtree(victim)
+    open(victim, "w").close()
+    srv.start()
+    s3 = make_client(srv)
+    os.remove(victim)
+    os.mkdir(victim)
+    assert wait_until(log_has(srv, f"drive {victim} is back and was empty: formatted into pool 0 "
+                                   "set 0 slot 1"), 30)
+    wait_until(lambda: all(record_of(victim, b, k) for k in objs), 60)
+    missing = [k for k in objs if not record_of(victim, b, k)]
+    assert not missing, missing
+    # its shards are right: with M other drives gone every byte still reads
+    s3 = restart_without(srv, [x for x in drives if x != victim][:PARITY[n]])
+    check_all(s3, b, objs, ranges=False)
+
+
 def test_drive_folder_replaced_while_the_old_one_lives(need_multi_drive, drive_server, root):
     """A drive folder moved away while running and an empty one made at its path (as a new
     disk mounted where a failed one was detached) is switched to within a few drive checks:
