@@ -5,7 +5,9 @@ A seeded sequence of PUTs (every size class: empty, inline, around the inline th
 several blocks), multipart uploads, overwrites, DELETEs, whole and range GETs, HEADs and listings runs against
 one set, interleaved with faults: a drive folder removed while running, made again (the
 server formats it back into its slot and heals it), a byte flipped in a record or a shard
-file, a shard file truncated, and `cairn admin heal`. The model holds what was
+file, a shard file truncated, and `cairn admin heal`; on 6 drives also one drive away with
+its data across restarts and back holding stale versions and records of deleted keys
+(a quarter and half-way in). The model holds what was
 acknowledged and, for each key, the drives whose copy of the current version is missing
 or damaged; faults go only where every object keeps K good copies (at most M bad), since
 more is data loss by definition (test_erasure.py covers more than M drives gone). The
@@ -25,7 +27,8 @@ knows the drive is gone before the next request: a drive that vanishes unnoticed
 by the first request that touches it, and a PUT or DELETE that finds it so in the middle
 of its commit may leave its change on the drives it reached (E12's window, as MinIO's).
 
-CAIRN_RANDOM_SEED and CAIRN_RANDOM_OPS run other or longer sequences by hand."""
+CAIRN_RANDOM_SEED and CAIRN_RANDOM_OPS run other or longer sequences by hand;
+CAIRN_RANDOM_LOG=all prints every operation of a failing sequence, not the last 25."""
 
 import os
 import random
@@ -90,7 +93,6 @@ def test_random_operations_with_faults(need_multi_drive, drive_server, root, n, 
     md = Model(n, m, n - m)
     gen = {k: 0 for k in KEYS}  # successful writes of each key
     gone = None                 # (drive, {key: (gen, bad then)}) while a drive is away
-    ops = OPS
     faults = {"remove": 0, "restore": 0, "flip": 0, "truncate": 0, "away": 0, "back": 0, "multipart": 0}
     log = []
     formatted = {d: 0 for d in range(n)}
@@ -179,7 +181,7 @@ def test_random_operations_with_faults(need_multi_drive, drive_server, root, n, 
                  f"in model {in_model}, bad {sorted(md.bad.get(key, ()))}, removed {sorted(md.removed)}")
 
     for i in range(nops):
-        op = pick(rnd, ops)
+        op = pick(rnd, OPS)
         # one drive goes away with its data a quarter in, and comes back half-way
         if away and not gone and not faults["away"] and i >= nops // 4:
             op = "away"
