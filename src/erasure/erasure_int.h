@@ -56,4 +56,8 @@ void cn_rcache_clear(cn_rcache *c);
 void cn_rcache_stats(cn_rcache *c, uint64_t *hits, uint64_t *misses, size_t *bytes);
 size_t cn_rcache_budget(const cn_rcache *c); /* 0 for NULL */
 
+/* Tests: called before each wait of a read retried across a commit in progress (set.c
+ * E13); NULL in the server. */
+extern void (*cn_ec__split_retry_hook)(void);
+
 #endif

@@ -5,6 +5,7 @@
  * damaged drive's shards (checked by reading with the OTHER drives gone). */
 #include "erasure/codec.h"
 #include "erasure/erasure.h"
+#include "erasure/erasure_int.h"
 #include "test.h"
 
 #include <errno.h>
@@ -511,6 +512,61 @@ static void keep_record(size_t i, const char *key, bool save)
 	snprintf(keep, sizeof keep, "%s/keep.%zu", base, i);
 	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", save ? rec : keep, save ? keep : rec);
 	CN_ASSERT(system(cmd) == 0);
+}
+
+/* E13: a read that finds the drives split between two versions, none at quorum, may be
+ * reading across a commit in progress: it reads again (here the "commit" finishes at the
+ * first retry, so the new version is read) and answers QUORUM only when the split lasts. */
+static int split_retries;
+static void finish_commit(void)
+{
+	if (split_retries++ == 0)
+		for (size_t i = 0; i < 4; i++)
+			keep_record(i, "x", false); /* B onto the drives that still had A */
+}
+
+TEST(test_read_across_a_commit_reads_again)
+{
+	reset(true);
+	cn_ec_set *s = open_set(8, 2); /* K = 6: A on 4 drives and B on 4 is a split */
+	/* no record cache: the "commit" below changes records behind the set's back, without
+	 * the invalidation a real commit does after its renames (R1) */
+	CHECK_EQ_INT(cn_ec_set_cache(s, 0), CN_OK);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	unsigned char *p = pattern(300, 2);
+	CHECK_EQ_INT(put(s, "x", p, 200, true), CN_OK); /* B, saved */
+	for (size_t i = 0; i < 8; i++)
+		keep_record(i, "x", true);
+	CHECK_EQ_INT(put(s, "x", p, 100, true), CN_OK); /* A everywhere ... */
+	for (size_t i = 4; i < 8; i++)
+		keep_record(i, "x", false); /* ... then B renamed onto drives 4..7: mid-commit */
+	cn_ec__split_retry_hook = finish_commit;
+	cn_ec_meta m;
+	cn_ec_meta_init(&m);
+	CHECK_EQ_INT(cn_ec_read_meta(s, "bkt", "x", true, &m), CN_OK);
+	CHECK_EQ_INT(m.size, 200);
+	CHECK_EQ_INT(split_retries, 1);
+	cn_ec_meta_fini(&m);
+	/* a split that lasts (A back on drives 0..3): QUORUM after the retries */
+	CHECK_EQ_INT(put(s, "x", p, 100, true), CN_OK);
+	for (size_t i = 4; i < 8; i++)
+		keep_record(i, "x", false);
+	cn_ec__split_retry_hook = NULL;
+	cn_ec_meta_init(&m);
+	CHECK_EQ_INT(cn_ec_read_meta(s, "bkt", "x", true, &m), CN_ERR_QUORUM);
+	cn_ec_meta_fini(&m);
+	/* too few drives answering is no split: no retry */
+	split_retries = 100;
+	cn_ec__split_retry_hook = finish_commit;
+	for (size_t i = 0; i < 3; i++)
+		rm_drive(i);
+	cn_ec_meta_init(&m);
+	CHECK_EQ_INT(cn_ec_read_meta(s, "bkt", "x", true, &m), CN_ERR_QUORUM);
+	CHECK_EQ_INT(split_retries, 100);
+	cn_ec_meta_fini(&m);
+	cn_ec__split_retry_hook = NULL;
+	cn_ec_set_free(s);
+	free(p);
 }
 
 /* A partial commit over an older version (a crash during a put's renames) leaves walked
@@ -1061,6 +1117,7 @@ int main(void)
 	RUN(test_debug_read_skip);
 	RUN(test_walk_merges_drives);
 	RUN(test_walk_lists_what_reads_pick);
+	RUN(test_read_across_a_commit_reads_again);
 	RUN(test_tie_at_half_is_read_one_way);
 	RUN(test_walk_prefix_needs_a_listed_key);
 	RUN(test_heal_noncurrent_version);
