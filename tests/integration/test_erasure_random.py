@@ -702,8 +702,14 @@ def test_concurrent_overwrites_and_reads_while_drives_fail(need_multi_drive, dri
                 errors.append(f"GET {key}: a torn or foreign body of {len(data)} bytes")
                 return
 
-    threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
-    threads += [threading.Thread(target=reader, args=(i,)) for i in range(3)]
+    def guarded(fn, i):
+        try:
+            fn(i)
+        except Exception as e:  # a dropped connection, a timeout: a failure too
+            errors.append(f"{fn.__name__} {i}: {e!r}")
+
+    threads = [threading.Thread(target=guarded, args=(writer, i)) for i in range(3)]
+    threads += [threading.Thread(target=guarded, args=(reader, i)) for i in range(3)]
     for t in threads:
         t.start()
     try:
