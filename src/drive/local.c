@@ -2363,6 +2363,36 @@ static const cn_drive_ops local_ops = {
 	.sync_group = local_sync_group,
 };
 
+/* A local drive over the folder open as fd (its stat st), which it takes: NULL when out of
+ * memory (fd closed then). */
+static local_drive *local_new(const char *path, bool durable, int fd, const struct stat *st)
+{
+	local_drive *d = calloc(1, sizeof *d);
+	if (!d) {
+		close(fd);
+		return NULL;
+	}
+	d->base.ops = &local_ops;
+	snprintf(d->base.endpoint, sizeof d->base.endpoint, "%s", path);
+	d->root_fd = fd;
+	d->durable = durable;
+	pthread_mutex_init(&d->pool.mu, NULL);
+	/* syncfs group commit by default: measured faster than per-request fsyncs on these
+	 * machines (docs/PERF.md); CAIRN_SYNC=fsync for drives shared with other busy
+	 * programs, whose dirty data a syncfs would flush too. */
+	const char *m = getenv("CAIRN_SYNC");
+	d->sync_mode_full = !(m && strcmp(m, "fsync") == 0);
+	d->sg = group_get(st->st_dev);
+	if (!d->sg) {
+		close(fd);
+		pthread_mutex_destroy(&d->pool.mu);
+		free(d);
+		return NULL;
+	}
+	note_root(d, fd, st);
+	return d;
+}
+
 cn_err cn_drive_local_open_absent(const char *path, bool durable, cn_drive **out)
 {
 	*out = NULL;
@@ -2379,26 +2409,9 @@ cn_err cn_drive_local_open_absent(const char *path, bool durable, cn_drive **out
 			close(fd);
 		return CN_ERR_IO;
 	}
-	local_drive *d = calloc(1, sizeof *d);
-	if (!d) {
-		close(fd);
+	local_drive *d = local_new(path, durable, fd, &st);
+	if (!d)
 		return CN_ERR_NOMEM;
-	}
-	d->base.ops = &local_ops;
-	snprintf(d->base.endpoint, sizeof d->base.endpoint, "%s", path);
-	d->root_fd = fd;
-	d->durable = durable;
-	pthread_mutex_init(&d->pool.mu, NULL);
-	const char *m = getenv("CAIRN_SYNC");
-	d->sync_mode_full = !(m && strcmp(m, "fsync") == 0);
-	d->sg = group_get(st.st_dev);
-	if (!d->sg) {
-		close(fd);
-		pthread_mutex_destroy(&d->pool.mu);
-		free(d);
-		return CN_ERR_NOMEM;
-	}
-	note_root(d, fd, &st);
 	d->absent = true;
 	*out = &d->base;
 	return CN_OK;
@@ -2415,33 +2428,14 @@ cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out)
 		cn_log(CN_LOG_ERROR, NULL, "drive %s: opening: %s", path, strerror(errno));
 		return CN_ERR_OFFLINE;
 	}
-	local_drive *d = calloc(1, sizeof *d);
-	if (!d) {
-		close(fd);
-		return CN_ERR_NOMEM;
-	}
-	d->base.ops = &local_ops;
-	snprintf(d->base.endpoint, sizeof d->base.endpoint, "%s", path);
-	d->root_fd = fd;
-	d->durable = durable;
-	pthread_mutex_init(&d->pool.mu, NULL);
-	{
-		/* syncfs group commit by default: measured faster than per-request fsyncs on
-		 * these machines (docs/PERF.md); CAIRN_SYNC=fsync for drives shared with other
-		 * busy programs, whose dirty data a syncfs would flush too. */
-		const char *m = getenv("CAIRN_SYNC");
-		d->sync_mode_full = !(m && strcmp(m, "fsync") == 0);
-	}
 	struct stat st;
-	d->sg = fstat(fd, &st) == 0 ? group_get(st.st_dev) : NULL;
-	if (d->sg)
-		note_root(d, fd, &st);
-	if (!d->sg) {
+	if (fstat(fd, &st) < 0) {
 		close(fd);
-		pthread_mutex_destroy(&d->pool.mu);
-		free(d);
-		return CN_ERR_NOMEM;
+		return CN_ERR_NOMEM; /* as before: no group without the folder's device */
 	}
+	local_drive *d = local_new(path, durable, fd, &st);
+	if (!d)
+		return CN_ERR_NOMEM;
 	cn_err e = init_root(d, true);
 	if (e) {
 		local_close(&d->base);

@@ -30,10 +30,12 @@ of its commit may leave its change on the drives it reached (E12's window, as Mi
 CAIRN_RANDOM_SEED and CAIRN_RANDOM_OPS run other or longer sequences by hand;
 CAIRN_RANDOM_LOG=all prints every operation of a failing sequence, not the last 25."""
 
+import hashlib
 import os
 import random
 import shutil
 import subprocess
+import threading
 import time
 
 import pytest
@@ -77,6 +79,33 @@ def status_of(e):
     return err_code(e)[1]
 
 
+def one_pass_only():
+    if int(os.environ.get("CAIRN_TEST_DRIVES", "1")) > 1:
+        pytest.skip("brings its own layouts; run once, in the one-drive pass")
+
+
+def start_set(drive_server, root, n, m, name):
+    """A server over n drive folders, EC:m, heal unthrottled, with one bucket:
+    (srv, client, drive folders, bucket)."""
+    srv = drive_server([os.path.join(root, f"d{{1...{n}}}")],
+                       env={"CAIRN_STORAGE_CLASS_STANDARD": f"EC:{m}", "CAIRN_HEAL_MAX_SLEEP": "0"})
+    s3 = make_client(srv)
+    b = unique_bucket(name)
+    s3.create_bucket(Bucket=b)
+    return srv, s3, drive_dirs(root, n), b
+
+
+def run_admin(srv, *args):
+    env = dict(os.environ, CAIRN_ROOT_USER=ACCESS, CAIRN_ROOT_PASSWORD=SECRET)
+    return subprocess.run([CAIRN_BIN, "admin", *args, "--host", f"127.0.0.1:{srv.port}"],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def formatted_back(srv, drive):
+    """How often the drive monitor formatted drive back into its slot (this start's log)."""
+    return open(srv.log_path).read().count(f"drive {drive} is back and was empty: formatted into")
+
+
 def remove_tree(path):
     """Removes a drive folder the server may be writing into meanwhile (a heal, the drive
     monitor, requests): until it is gone."""
@@ -89,17 +118,11 @@ def remove_tree(path):
 
 @pytest.mark.parametrize("n,m,away", [(4, 2, False), (6, 2, True)])
 def test_random_operations_with_faults(need_multi_drive, drive_server, root, n, m, away):  # noqa: F811
-    if int(os.environ.get("CAIRN_TEST_DRIVES", "1")) > 1:
-        pytest.skip("brings its own layouts; run once, in the one-drive pass")
+    one_pass_only()
     seed = int(os.environ.get("CAIRN_RANDOM_SEED") or 1000 + n)
     nops = int(os.environ.get("CAIRN_RANDOM_OPS") or 260)
     rnd = random.Random(seed)
-    srv = drive_server([os.path.join(root, f"d{{1...{n}}}")],
-                       env={"CAIRN_STORAGE_CLASS_STANDARD": f"EC:{m}", "CAIRN_HEAL_MAX_SLEEP": "0"})
-    s3 = make_client(srv)
-    drives = drive_dirs(root, n)
-    b = unique_bucket("rnd")
-    s3.create_bucket(Bucket=b)
+    srv, s3, drives, b = start_set(drive_server, root, n, m, "rnd")
     md = Model(n, m, n - m)
     gen = {k: 0 for k in KEYS}  # successful writes of each key
     gone = None                 # (drive, {key: (gen, bad then)}) while a drive is away
@@ -116,20 +139,16 @@ def test_random_operations_with_faults(need_multi_drive, drive_server, root, n, 
             faults["away" if "away" in s else "back"] += 1
 
     def admin(*args):
-        env = dict(os.environ, CAIRN_ROOT_USER=ACCESS, CAIRN_ROOT_PASSWORD=SECRET)
-        p = subprocess.run([CAIRN_BIN, "admin", *args, "--host", f"127.0.0.1:{srv.port}"],
-                           capture_output=True, text=True, env=env, timeout=120)
+        p = run_admin(srv, *args)
         if p.returncode != 0:
             fail(f"admin {' '.join(args)}: rc {p.returncode}: {p.stdout}{p.stderr}")
-        return p.stdout
 
     def fail(msg):
         tail = log if os.environ.get("CAIRN_RANDOM_LOG") == "all" else log[-25:]
         pytest.fail(f"seed {seed}: {msg}\nlast operations:\n  " + "\n  ".join(tail))
 
     def format_lines(d):
-        text = open(srv.log_path).read()
-        return text.count(f"drive {drives[d]} is back and was empty: formatted into")
+        return formatted_back(srv, drives[d])
 
     def settle_returning():
         """Waits (bounded) until every drive made again was formatted back into its slot."""
@@ -423,18 +442,12 @@ def test_random_versioned_operations_with_faults(need_multi_drive, drive_server,
     DELETEs that add markers and that remove versions by id, and version listings are
     checked against the model while drives are removed, come back and rot (records only:
     which version a shard file belongs to is not visible from outside)."""
-    if int(os.environ.get("CAIRN_TEST_DRIVES", "1")) > 1:
-        pytest.skip("brings its own layout; run once, in the one-drive pass")
+    one_pass_only()
     n, m = 6, 2
     seed = int(os.environ.get("CAIRN_RANDOM_SEED") or 2006)
     nops = int(os.environ.get("CAIRN_RANDOM_OPS") or 260)
     rnd = random.Random(seed)
-    srv = drive_server([os.path.join(root, f"d{{1...{n}}}")],
-                       env={"CAIRN_STORAGE_CLASS_STANDARD": f"EC:{m}", "CAIRN_HEAL_MAX_SLEEP": "0"})
-    s3 = make_client(srv)
-    drives = drive_dirs(root, n)
-    b = unique_bucket("rndv")
-    s3.create_bucket(Bucket=b)
+    srv, s3, drives, b = start_set(drive_server, root, n, m, "rndv")
     s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
     keys = [f"v/k{i}" for i in range(6)]
     wq = n - m  # K != M here
@@ -449,9 +462,7 @@ def test_random_versioned_operations_with_faults(need_multi_drive, drive_server,
         pytest.fail(f"seed {seed}: {msg}\nlast operations:\n  " + "\n  ".join(tail))
 
     def admin(*args):
-        env = dict(os.environ, CAIRN_ROOT_USER=ACCESS, CAIRN_ROOT_PASSWORD=SECRET)
-        p = subprocess.run([CAIRN_BIN, "admin", *args, "--host", f"127.0.0.1:{srv.port}"],
-                           capture_output=True, text=True, env=env, timeout=120)
+        p = run_admin(srv, *args)
         if p.returncode != 0:
             fail(f"admin {' '.join(args)}: rc {p.returncode}: {p.stdout}{p.stderr}")
 
@@ -459,7 +470,7 @@ def test_random_versioned_operations_with_faults(need_multi_drive, drive_server,
         for d in sorted(returning):
             deadline = time.time() + 30
             while time.time() < deadline:
-                c = open(srv.log_path).read().count(f"drive {drives[d]} is back and was empty: formatted into")
+                c = formatted_back(srv, drives[d])
                 if c > formatted[d]:
                     formatted[d] = c
                     break
@@ -637,16 +648,9 @@ def test_concurrent_overwrites_and_reads_while_drives_fail(need_multi_drive, dri
     its key (each body names its key and carries its own SHA-256: never a mix of two
     writes, never another key's), and after heal, with two other drives removed, each key
     reads back as one of the writes acknowledged for it."""
-    if int(os.environ.get("CAIRN_TEST_DRIVES", "1")) > 1:
-        pytest.skip("brings its own layout; run once, in the one-drive pass")
-    import hashlib
-    import threading
+    one_pass_only()
     n, m = 6, 2
-    srv = drive_server([os.path.join(root, f"d{{1...{n}}}")],
-                       env={"CAIRN_STORAGE_CLASS_STANDARD": f"EC:{m}", "CAIRN_HEAL_MAX_SLEEP": "0"})
-    drives = drive_dirs(root, n)
-    b = unique_bucket("conc")
-    make_client(srv).create_bucket(Bucket=b)
+    srv, _, drives, b = start_set(drive_server, root, n, m, "conc")
     keys = [f"c/k{i}" for i in range(6)]
     sizes = [1000, 100 * KiB, 200 * KiB, MiB + 17]
     acked = {k: set() for k in keys}  # key -> digests of acknowledged bodies
@@ -726,8 +730,7 @@ def test_concurrent_overwrites_and_reads_while_drives_fail(need_multi_drive, dri
     assert not errors, errors[:5]
     assert all(not t.is_alive() for t in threads)
     assert sum(len(v) for v in acked.values()) >= 20, {k: len(v) for k, v in acked.items()}
-    assert wait_until(lambda: all(open(srv.log_path).read().count(f"drive {drives[d]} is back and was "
-                                                                  "empty: formatted into") for d in (1, 4)), 30)
+    assert wait_until(lambda: all(formatted_back(srv, drives[d]) for d in (1, 4)), 30)
     s3 = make_client(srv)
     final = {}
     for key in keys:
@@ -736,9 +739,7 @@ def test_concurrent_overwrites_and_reads_while_drives_fail(need_multi_drive, dri
         digest = whole(key, s3.get_object(Bucket=b, Key=key)["Body"].read())
         assert digest in acked[key], key
         final[key] = digest
-    env = dict(os.environ, CAIRN_ROOT_USER=ACCESS, CAIRN_ROOT_PASSWORD=SECRET)
-    p = subprocess.run([CAIRN_BIN, "admin", "heal", "--host", f"127.0.0.1:{srv.port}", b],
-                       capture_output=True, text=True, env=env, timeout=120)
+    p = run_admin(srv, "heal", b)
     assert p.returncode == 0, p.stdout + p.stderr
     srv.stop()
     for d in (0, 3):  # two drives that stayed: only the healed ones and two others remain
