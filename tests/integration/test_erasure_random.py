@@ -79,11 +79,6 @@ def status_of(e):
     return err_code(e)[1]
 
 
-def one_pass_only():
-    if int(os.environ.get("CAIRN_TEST_DRIVES", "1")) > 1:
-        pytest.skip("brings its own layouts; run once, in the one-drive pass")
-
-
 def start_set(drive_server, root, n, m, name):
     """A server over n drive folders, EC:m, heal unthrottled, with one bucket:
     (srv, client, drive folders, bucket)."""
@@ -118,7 +113,6 @@ def remove_tree(path):
 
 @pytest.mark.parametrize("n,m,away", [(4, 2, False), (6, 2, True)])
 def test_random_operations_with_faults(need_multi_drive, drive_server, root, n, m, away):  # noqa: F811
-    one_pass_only()
     seed = int(os.environ.get("CAIRN_RANDOM_SEED") or 1000 + n)
     nops = int(os.environ.get("CAIRN_RANDOM_OPS") or 260)
     rnd = random.Random(seed)
@@ -442,7 +436,6 @@ def test_random_versioned_operations_with_faults(need_multi_drive, drive_server,
     DELETEs that add markers and that remove versions by id, and version listings are
     checked against the model while drives are removed, come back and rot (records only:
     which version a shard file belongs to is not visible from outside)."""
-    one_pass_only()
     n, m = 6, 2
     seed = int(os.environ.get("CAIRN_RANDOM_SEED") or 2006)
     nops = int(os.environ.get("CAIRN_RANDOM_OPS") or 260)
@@ -648,7 +641,6 @@ def test_concurrent_overwrites_and_reads_while_drives_fail(need_multi_drive, dri
     its key (each body names its key and carries its own SHA-256: never a mix of two
     writes, never another key's), and after heal, with two other drives removed, each key
     reads back as one of the writes acknowledged for it."""
-    one_pass_only()
     n, m = 6, 2
     srv, _, drives, b = start_set(drive_server, root, n, m, "conc")
     keys = [f"c/k{i}" for i in range(6)]
