@@ -569,6 +569,42 @@ TEST(test_read_across_a_commit_reads_again)
 	free(p);
 }
 
+/* A reader opened before an overwrite (E7: it read only the data slots' records) that then
+ * needs a parity shard finds the parity slots' records naming the new version; the old
+ * version's shard files, named by its data id, are still there (the object layer keeps
+ * them while the reader lives, C6): it reads them, and the old bytes come back. It had
+ * failed the read (a GET then broke its connection after the head). */
+TEST(test_reader_reads_its_version_after_an_overwrite)
+{
+	reset(true);
+	cn_ec_set *s = open_set(8, 2); /* K = 6: the open reads 6 records, 2 left unread */
+	CHECK_EQ_INT(cn_ec_set_cache(s, 0), CN_OK);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	size_t len = 300 * 1024;
+	unsigned char *a = pattern(len, 5), *b = pattern(len, 6);
+	CHECK_EQ_INT(put(s, "y", a, len, false), CN_OK);
+	cn_ec_meta m;
+	cn_ec_meta_init(&m);
+	cn_ec_reader *r = NULL;
+	CHECK_EQ_INT(cn_ec_open(s, "bkt", "y", &m, &r), CN_OK);
+	put_mtime++;
+	CHECK_EQ_INT(put(s, "y", b, len, false), CN_OK); /* the overwrite */
+	size_t data_slot = 0;
+	while (m.dist[data_slot] != 0)
+		data_slot++;
+	rm_drive(data_slot); /* the drive with data shard 0: a parity shard is needed now */
+	unsigned char *buf = malloc(len);
+	size_t got = 0;
+	CHECK_EQ_INT(cn_ec_reader_read(r, 0, buf, len, &got), CN_OK);
+	CHECK(got == len && memcmp(buf, a, len) == 0);
+	cn_ec_reader_close(r);
+	cn_ec_meta_fini(&m);
+	free(buf);
+	free(a);
+	free(b);
+	cn_ec_set_free(s);
+}
+
 /* A partial commit over an older version (a crash during a put's renames) leaves walked
  * drives that disagree: the listing shows the version a quorum read picks, or nothing
  * when none has quorum, never the record of whichever drive comes first (E6). */
@@ -1118,6 +1154,7 @@ int main(void)
 	RUN(test_walk_merges_drives);
 	RUN(test_walk_lists_what_reads_pick);
 	RUN(test_read_across_a_commit_reads_again);
+	RUN(test_reader_reads_its_version_after_an_overwrite);
 	RUN(test_tie_at_half_is_read_one_way);
 	RUN(test_walk_prefix_needs_a_listed_key);
 	RUN(test_heal_noncurrent_version);
