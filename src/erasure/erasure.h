@@ -127,6 +127,19 @@ void cn_ec_set_free(cn_ec_set *s);
 /* Gives the set a record cache of budget_bytes (erasure_int.h; 0: none), replacing the one
  * it has (64 MiB from cn_ec_set_new). Only before the set is used. */
 cn_err cn_ec_set_cache(cn_ec_set *s, size_t budget_bytes);
+/* E13 (set.c): how a read waits for a commit of the key in progress. Reads take no lock,
+ * and a commit renames its records drive by drive, so a read in between may find the
+ * drives split between versions of the key (or a version and "no such key"), none at its
+ * quorum. Such a read calls fn(ctx, vol, key) and reads again (a few times at most). fn
+ * returns true once every commit of the key that was renaming records when it was called
+ * has finished its renames (the object layer: the key's lock, C2, taken and released), or
+ * false when it gave up waiting at a bound of its own (then the read reads once more and
+ * answers); it may be called by a thread that holds that lock itself, and must then return
+ * true at once (nothing of the key is in progress). fn NULL, the default: the read sleeps
+ * briefly instead (0.2-1.2 ms, 4.2 ms in all), which a commit preempted on a busy machine
+ * can outlast. Only before the set is used. */
+typedef bool (*cn_ec_split_wait_fn)(void *ctx, const char *vol, const char *key);
+void cn_ec_set_split_wait(cn_ec_set *s, cn_ec_split_wait_fn fn, void *ctx);
 /* The set's record cache as `cairn admin info` reports it: the budget, the bytes it
  * holds, and the lookups that hit and missed since it was made (a GET looks up one
  * record per drive it reads). All 0 when the set has no cache. */

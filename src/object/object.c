@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysinfo.h>
+#include <time.h>
 
 #define IO_BUF OBJ_IO_BUF
 #define VIEW_MIN (32 * 1024)
@@ -169,6 +170,27 @@ static uint64_t key_hash(const char *bucket, const char *key)
 pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket, const char *key)
 {
 	return &s->key_locks[key_hash(bucket, key) % KEY_LOCKS];
+}
+
+/* set.c E13 (erasure.h cn_ec_set_split_wait): a read found the drives split between
+ * versions of bucket/key. Commits hold the key's lock while they rename records (C2), so
+ * taking it and letting go waits for those in progress. A thread that holds it itself (a
+ * delete, heal, a version change reading under it) gets EDEADLK at once: the key locks are
+ * error-checking mutexes. Bounded: a commit stuck on a stalled drive must not hold up the
+ * loop thread, which serves small GETs, for longer than SPLIT_WAIT_MS. */
+#define SPLIT_WAIT_MS 100
+static bool split_wait(void *ctx, const char *vol, const char *key)
+{
+	pthread_mutex_t *kl = cn_obj__key_lock(ctx, vol, key);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += SPLIT_WAIT_MS * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	int rc = pthread_mutex_clocklock(kl, CLOCK_MONOTONIC, &ts);
+	if (rc == 0)
+		pthread_mutex_unlock(kl);
+	return rc != ETIMEDOUT;
 }
 
 /* --- open readers and removed data (C6) ------------------------------------------------ */
@@ -1048,8 +1070,12 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 		s->cfg.inline_max = IO_BUF - 1; /* an inline body must fit the first read buffer */
 	pthread_rwlock_init(&s->ns_lock, NULL);
 	pthread_mutex_init(&s->vs_mu, NULL);
+	pthread_mutexattr_t ma; /* error-checking: split_wait */
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
 	for (size_t i = 0; i < KEY_LOCKS; i++)
-		pthread_mutex_init(&s->key_locks[i], NULL);
+		pthread_mutex_init(&s->key_locks[i], &ma);
+	pthread_mutexattr_destroy(&ma);
 	for (size_t i = 0; i < OBJ_PIN_STRIPES; i++)
 		pthread_mutex_init(&s->pins[i].mu, NULL);
 	size_t nsets = 0, ndrives = 0;
@@ -1118,8 +1144,10 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 		}
 	}
 	size_t cache = record_cache_budget();
-	for (size_t i = 0; i < s->nsets && !e; i++)
+	for (size_t i = 0; i < s->nsets && !e; i++) {
 		e = cn_ec_set_cache(s->sets[i], cache / s->nsets);
+		cn_ec_set_split_wait(s->sets[i], split_wait, s);
+	}
 	if (!e) {
 		monitor_alloc(s);
 		e = format_all(s, open_err);

@@ -203,7 +203,8 @@ class Server:
         self.kill9()
         if self.own_root:
             shutil.rmtree(self.root, ignore_errors=True)
-        shutil.rmtree(self.log_dir, ignore_errors=True)
+        if not os.environ.get("CAIRN_KEEP_LOGS"):
+            shutil.rmtree(self.log_dir, ignore_errors=True)
         if self in _ALL_SERVERS:
             _ALL_SERVERS.remove(self)
 

@@ -569,6 +569,55 @@ TEST(test_read_across_a_commit_reads_again)
 	free(p);
 }
 
+/* E13 with the object layer's wait (cn_ec_set_split_wait): the read waits for the key's
+ * commits in progress instead of sleeping, and reads again; here the wait "finishes the
+ * commit" at its first call. A lasting split asks it 6 times, then QUORUM; a wait that
+ * gives up ends the retries after one more read. */
+static int waits, waits_finish;
+static char waited_for[64];
+static bool wait_commit(void *ctx, const char *vol, const char *key)
+{
+	CN_ASSERT(ctx == &waits);
+	snprintf(waited_for, sizeof waited_for, "%s/%s", vol, key);
+	if (waits++ == 0 && waits_finish > 0)
+		for (size_t i = 0; i < 4; i++)
+			keep_record(i, "x", false);
+	return waits_finish >= 0;
+}
+
+TEST(test_read_across_a_commit_waits_for_it)
+{
+	reset(true);
+	cn_ec_set *s = open_set(8, 2);
+	CHECK_EQ_INT(cn_ec_set_cache(s, 0), CN_OK);
+	cn_ec_set_split_wait(s, wait_commit, &waits);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	unsigned char *p = pattern(300, 2);
+	CHECK_EQ_INT(put(s, "x", p, 200, true), CN_OK); /* B, saved */
+	for (size_t i = 0; i < 8; i++)
+		keep_record(i, "x", true);
+	cn_ec_meta m;
+	int want_waits[] = { 1, 6, 1 }, finish[] = { 1, 0, -1 };
+	cn_err want[] = { CN_OK, CN_ERR_QUORUM, CN_ERR_QUORUM };
+	for (size_t t = 0; t < 3; t++) {
+		CHECK_EQ_INT(put(s, "x", p, 100, true), CN_OK); /* A everywhere ... */
+		for (size_t i = 4; i < 8; i++)
+			keep_record(i, "x", false); /* ... B on drives 4..7: mid-commit */
+		waits = 0;
+		waits_finish = finish[t];
+		waited_for[0] = 0;
+		cn_ec_meta_init(&m);
+		CHECK_EQ_INT(cn_ec_read_meta(s, "bkt", "x", true, &m), want[t]);
+		if (!want[t])
+			CHECK_EQ_INT(m.size, 200);
+		CHECK_EQ_INT(waits, want_waits[t]);
+		CHECK_EQ_STR(waited_for, "bkt/x");
+		cn_ec_meta_fini(&m);
+	}
+	cn_ec_set_free(s);
+	free(p);
+}
+
 /* A reader opened before an overwrite (E7: it read only the data slots' records) that then
  * needs a parity shard finds the parity slots' records naming the new version; the old
  * version's shard files, named by its data id, are still there (the object layer keeps
@@ -1154,6 +1203,7 @@ int main(void)
 	RUN(test_walk_merges_drives);
 	RUN(test_walk_lists_what_reads_pick);
 	RUN(test_read_across_a_commit_reads_again);
+	RUN(test_read_across_a_commit_waits_for_it);
 	RUN(test_reader_reads_its_version_after_an_overwrite);
 	RUN(test_tie_at_half_is_read_one_way);
 	RUN(test_walk_prefix_needs_a_listed_key);
