@@ -1105,12 +1105,13 @@ def test_random_versioned_operations_with_faults(need_multi_drive, drive_server,
 
 def test_concurrent_overwrites_and_reads_while_drives_fail(need_multi_drive, drive_server, root):  # noqa: F811
     """Writers overwrite and now and then delete a few keys and readers read them, all at
-    once, while two drives of a 6-drive EC:2 set are removed (M) and come back empty: every
-    PUT and DELETE is acknowledged (write quorum stays), every GET returns one whole
-    acknowledged or in-flight body of its key (each body names its key and carries its own
-    SHA-256: never a mix of two writes, never another key's) or 404, and after heal, with
-    two other drives removed, each key reads back as one of the writes acknowledged for it,
-    or is absent only when a delete of it was acknowledged."""
+    once, while two drives of a 6-drive EC:2 set are removed (M) and come back empty, to be
+    formatted back and healed while the requests go on: every PUT and DELETE is
+    acknowledged (write quorum stays), every GET returns one whole acknowledged or in-flight
+    body of its key (each body names its key and carries its own SHA-256: never a mix of
+    two writes, never another key's) or 404, and after another heal, with two other drives
+    removed, each key reads back as one of the writes acknowledged for it, or is absent
+    only when a delete of it was acknowledged."""
     n, m = 6, 2
     srv, _, drives, b = start_set(drive_server, root, n, m, "conc")
     keys = [f"c/k{i}" for i in range(6)]
@@ -1120,7 +1121,7 @@ def test_concurrent_overwrites_and_reads_while_drives_fail(need_multi_drive, dri
     lock = threading.Lock()
     errors = []
     stop = threading.Event()
-    deadline = time.time() + 12
+    deadline = time.time() + 16
 
     def body_for(key, rnd):
         payload = rnd.randbytes(rnd.choice(sizes))
@@ -1195,6 +1196,11 @@ def test_concurrent_overwrites_and_reads_while_drives_fail(need_multi_drive, dri
             time.sleep(1.5)
         for d in (1, 4):
             os.mkdir(drives[d])
+        # formatted back, then healed while the writers and readers go on
+        assert wait_until(lambda: all(formatted_back(srv, drives[d]) for d in (1, 4)), 8)
+        p = run_admin(srv, "heal", b)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert time.time() < deadline - 1, "the heal ran after the requests had stopped"
     finally:
         for t in threads:
             t.join(timeout=60)
