@@ -59,6 +59,30 @@ def pick(rnd, weighted):
     return rnd.choices([x for x, _ in weighted], [w for _, w in weighted])[0]
 
 
+class Trace:
+    """A random sequence's log, failure report (seed and last operations), admin calls and
+    wait for drives made again to be formatted back (formatted: format lines seen)."""
+
+    def __init__(self, seed, srv, drives):
+        self.seed, self.srv, self.drives = seed, srv, drives
+        self.log = []
+        self.formatted = {d: 0 for d in range(len(drives))}
+
+    def fail(self, msg):
+        tail = self.log if os.environ.get("CAIRN_RANDOM_LOG") == "all" else self.log[-25:]
+        pytest.fail(f"seed {self.seed}: {msg}\nlast operations:\n  " + "\n  ".join(tail))
+
+    def admin(self, *args):
+        p = run_admin(self.srv, *args)
+        if p.returncode != 0:
+            self.fail(f"admin {' '.join(args)}: rc {p.returncode}: {p.stdout}{p.stderr}")
+
+    def settle(self, returning):
+        late = settle(self.srv, self.drives, returning, self.formatted)
+        if late:
+            self.fail(f"drives {late} made again were not formatted back within 30 s")
+
+
 class Model:
     def __init__(self, n, m, k):
         self.n, self.m = n, m
@@ -111,6 +135,50 @@ def remove_tree(path):
     raise AssertionError(f"{path} could not be removed")
 
 
+def settle(srv, drives, returning, formatted):
+    """Waits (bounded) until every drive in returning (folders made again) was formatted
+    back into its slot: a format line beyond formatted[d], the count seen so far (updated).
+    Empties returning; returns the drives that were not within 30 s."""
+    late = []
+    for d in sorted(returning):
+        deadline = time.time() + 30
+        while formatted_back(srv, drives[d]) <= formatted[d] and time.time() < deadline:
+            time.sleep(0.2)
+        if formatted_back(srv, drives[d]) <= formatted[d]:
+            late.append(d)
+        formatted[d] = formatted_back(srv, drives[d])
+    returning.clear()
+    return late
+
+
+def put_back(srv, drive):
+    """Stops srv, throws the folder formatted in the drive's place away and puts the drive's
+    own folder (moved to drive + ".away") back; the caller starts srv again."""
+    srv.stop()
+    remove_tree(drive)
+    os.rename(drive + ".away", drive)
+
+
+def multipart_put(s3, b, key, parts):
+    """Uploads parts as a multipart upload and completes it; on an error the upload is
+    aborted (best effort) and the error raised."""
+    uid = None
+    try:
+        uid = s3.create_multipart_upload(Bucket=b, Key=key)["UploadId"]
+        done = []
+        for pn, part in enumerate(parts, 1):
+            et = s3.upload_part(Bucket=b, Key=key, UploadId=uid, PartNumber=pn, Body=part)["ETag"]
+            done.append({"ETag": et, "PartNumber": pn})
+        s3.complete_multipart_upload(Bucket=b, Key=key, UploadId=uid, MultipartUpload={"Parts": done})
+    except ClientError:
+        if uid:
+            try:
+                s3.abort_multipart_upload(Bucket=b, Key=key, UploadId=uid)
+            except ClientError:
+                pass
+        raise
+
+
 @pytest.mark.parametrize("n,m,away", [(4, 2, False), (6, 2, True)])
 def test_random_operations_with_faults(need_multi_drive, drive_server, root, n, m, away):  # noqa: F811
     seed = int(os.environ.get("CAIRN_RANDOM_SEED") or 1000 + n)
@@ -121,8 +189,8 @@ def test_random_operations_with_faults(need_multi_drive, drive_server, root, n, 
     gen = {k: 0 for k in KEYS}  # successful writes of each key
     gone = None                 # (drive, {key: (gen, bad then)}) while a drive is away
     faults = {"remove": 0, "restore": 0, "flip": 0, "truncate": 0, "away": 0, "back": 0, "multipart": 0}
-    log = []
-    formatted = {d: 0 for d in range(n)}
+    tr = Trace(seed, srv, drives)
+    log, formatted, fail, admin = tr.log, tr.formatted, tr.fail, tr.admin
 
     def note(s):
         log.append(s)
@@ -132,28 +200,11 @@ def test_random_operations_with_faults(need_multi_drive, drive_server, root, n, 
         elif word == "drive":
             faults["away" if "away" in s else "back"] += 1
 
-    def admin(*args):
-        p = run_admin(srv, *args)
-        if p.returncode != 0:
-            fail(f"admin {' '.join(args)}: rc {p.returncode}: {p.stdout}{p.stderr}")
-
-    def fail(msg):
-        tail = log if os.environ.get("CAIRN_RANDOM_LOG") == "all" else log[-25:]
-        pytest.fail(f"seed {seed}: {msg}\nlast operations:\n  " + "\n  ".join(tail))
-
     def format_lines(d):
         return formatted_back(srv, drives[d])
 
     def settle_returning():
-        """Waits (bounded) until every drive made again was formatted back into its slot."""
-        for d in sorted(md.returning):
-            deadline = time.time() + 30
-            while format_lines(d) <= formatted[d] and time.time() < deadline:
-                time.sleep(0.2)
-            if format_lines(d) <= formatted[d]:
-                fail(f"drive {d} made again was not formatted back within 30 s")
-            formatted[d] = format_lines(d)
-        md.returning.clear()
+        tr.settle(md.returning)
 
     def files_of_key(d, key):
         *parents, leaf = key.split("/")
@@ -212,46 +263,28 @@ def test_random_operations_with_faults(need_multi_drive, drive_server, root, n, 
             op = "back"
         key = rnd.choice(KEYS)
         online = n - len(md.removed)
-        if op == "put":
-            size = pick(rnd, SIZES)
-            data = rnd.randbytes(size)
-            note(f"{i} put {key} {size} (removed {sorted(md.removed)}, returning {sorted(md.returning)})")
+        if op in ("put", "multipart"):
+            if op == "put":
+                data = rnd.randbytes(pick(rnd, SIZES))
+                parts = None
+                note(f"{i} put {key} {len(data)} (removed {sorted(md.removed)}, returning {sorted(md.returning)})")
+            else:  # two parts (the first at S3's 5 MiB minimum); a 503 on the way aborts it
+                parts = [rnd.randbytes(5 * MiB), rnd.randbytes(rnd.choice([1, 1000, INLINE + 1]))]
+                data = b"".join(parts)
+                note(f"{i} multipart {key} (removed {sorted(md.removed)}, returning {sorted(md.returning)})")
             try:
-                s3.put_object(Bucket=b, Key=key, Body=data)
+                if parts:
+                    multipart_put(s3, b, key, parts)
+                else:
+                    s3.put_object(Bucket=b, Key=key, Body=data)
                 if online < md.wq:
-                    fail(f"PUT {key} succeeded with {online} drives online, write quorum {md.wq}")
+                    fail(f"{op} {key} succeeded with {online} drives online, write quorum {md.wq}")
                 md.objs[key] = data
                 md.bad[key] = set(md.down()) | ({gone[0]} if gone else set())
                 gen[key] += 1
             except ClientError as e:
                 if status_of(e) != 503 or n - len(md.down()) >= md.wq:
-                    fail(f"PUT {key}: {err_code(e)} with {n - len(md.down())} drives surely online")
-        elif op == "multipart":
-            # two parts (the first at S3's 5 MiB minimum); any 503 on the way aborts it
-            parts = [rnd.randbytes(5 * MiB), rnd.randbytes(rnd.choice([1, 1000, INLINE + 1]))]
-            note(f"{i} multipart {key} (removed {sorted(md.removed)}, returning {sorted(md.returning)})")
-            uid = None
-            try:
-                uid = s3.create_multipart_upload(Bucket=b, Key=key)["UploadId"]
-                done = []
-                for pn, part in enumerate(parts, 1):
-                    et = s3.upload_part(Bucket=b, Key=key, UploadId=uid, PartNumber=pn, Body=part)["ETag"]
-                    done.append({"ETag": et, "PartNumber": pn})
-                s3.complete_multipart_upload(Bucket=b, Key=key, UploadId=uid,
-                                             MultipartUpload={"Parts": done})
-                if online < md.wq:
-                    fail(f"multipart {key} completed with {online} drives online, write quorum {md.wq}")
-                md.objs[key] = b"".join(parts)
-                md.bad[key] = set(md.down()) | ({gone[0]} if gone else set())
-                gen[key] += 1
-            except ClientError as e:
-                if status_of(e) != 503 or n - len(md.down()) >= md.wq:
-                    fail(f"multipart {key}: {err_code(e)} with {n - len(md.down())} drives surely online")
-                if uid:
-                    try:
-                        s3.abort_multipart_upload(Bucket=b, Key=key, UploadId=uid)
-                    except ClientError:
-                        pass
+                    fail(f"{op} {key}: {err_code(e)} with {n - len(md.down())} drives surely online")
         elif op == "delete":
             note(f"{i} delete {key} (removed {sorted(md.removed)})")
             # a key that is nowhere: K drives prove it (a commit reached W > n - K drives)
@@ -339,9 +372,7 @@ def test_random_operations_with_faults(need_multi_drive, drive_server, root, n, 
             d, snap = gone
             settle_returning()
             note(f"{i} drive {d} back with its old data (restart)")
-            srv.stop()
-            remove_tree(drives[d])
-            os.rename(drives[d] + ".away", drives[d])
+            put_back(srv, drives[d])
             srv.start()
             s3 = make_client(srv)
             formatted.update({x: format_lines(x) for x in range(n)})
@@ -392,9 +423,7 @@ def test_random_operations_with_faults(need_multi_drive, drive_server, root, n, 
     settle_returning()
     if gone:
         d, _ = gone
-        srv.stop()
-        remove_tree(drives[d])
-        os.rename(drives[d] + ".away", drives[d])
+        put_back(srv, drives[d])
         srv.start()
         s3 = make_client(srv)
     settle_returning()
@@ -513,25 +542,16 @@ def test_random_operations_across_sets_and_pools(need_multi_drive, drive_server,
     objs, where, bad = {}, {}, {}   # key -> bytes; -> its set; -> drives with a bad copy
     used = set()                    # sets written to
     removed, returning = set(), set()
-    formatted = {d: 0 for d in range(n)}
     faults = {f: 0 for f in ("remove", "restore", "flip", "truncate", "copy", "delete_many",
                              "multipart")}
-    log = []
+    tr = Trace(seed, srv, drives)
+    log, fail, admin = tr.log, tr.fail, tr.admin
 
     def note(s):
         log.append(s)
         word = s.split()[1]
         if word in faults:
             faults[word] += 1
-
-    def fail(msg):
-        tail = log if os.environ.get("CAIRN_RANDOM_LOG") == "all" else log[-25:]
-        pytest.fail(f"seed {seed}: {msg}\nlast operations:\n  " + "\n  ".join(tail))
-
-    def admin(*args):
-        p = run_admin(srv, *args)
-        if p.returncode != 0:
-            fail(f"admin {' '.join(args)}: rc {p.returncode}: {p.stdout}{p.stderr}")
 
     def down():
         return removed | returning
@@ -580,14 +600,7 @@ def test_random_operations_across_sets_and_pools(need_multi_drive, drive_server,
         bad.pop(key, None)
 
     def settle_returning():
-        for d in sorted(returning):
-            deadline = time.time() + 30
-            while formatted_back(srv, drives[d]) <= formatted[d] and time.time() < deadline:
-                time.sleep(0.2)
-            if formatted_back(srv, drives[d]) <= formatted[d]:
-                fail(f"drive {d} made again was not formatted back within 30 s")
-            formatted[d] = formatted_back(srv, drives[d])
-        returning.clear()
+        tr.settle(returning)
 
     def check_read(key, rng=None):
         data = objs.get(key)
@@ -655,22 +668,10 @@ def test_random_operations_across_sets_and_pools(need_multi_drive, drive_server,
         elif op == "multipart":
             parts = [rnd.randbytes(5 * MiB), rnd.randbytes(rnd.choice([1, 1000, INLINE + 1]))]
             note(f"{i} multipart {key} (removed {sorted(removed)})")
-            uid = None
             try:
-                uid = s3.create_multipart_upload(Bucket=b, Key=key)["UploadId"]
-                done = []
-                for pn, part in enumerate(parts, 1):
-                    et = s3.upload_part(Bucket=b, Key=key, UploadId=uid, PartNumber=pn, Body=part)["ETag"]
-                    done.append({"ETag": et, "PartNumber": pn})
-                s3.complete_multipart_upload(Bucket=b, Key=key, UploadId=uid,
-                                             MultipartUpload={"Parts": done})
+                multipart_put(s3, b, key, parts)
             except ClientError as e:
                 write_failed(f"multipart {key}", key, e)
-                if uid:
-                    try:
-                        s3.abort_multipart_upload(Bucket=b, Key=key, UploadId=uid)
-                    except ClientError:
-                        pass
                 continue
             acknowledged(key, b"".join(parts))
         elif op == "delete":
@@ -851,34 +852,15 @@ def test_random_versioned_operations_with_faults(need_multi_drive, drive_server,
     vers = {k: [] for k in keys}  # key -> [(vid, bytes or None: delete marker)], oldest first
     bad = {}                      # vid -> drives whose copy may be missing or damaged
     removed, returning = set(), set()
-    formatted = {d: 0 for d in range(n)}
-    log = []
+    tr = Trace(seed, srv, drives)
+    log, formatted, fail, admin = tr.log, tr.formatted, tr.fail, tr.admin
     gen = {k: 0 for k in keys}  # changes of each key (puts, deletes, deletes of versions)
     gone = None                 # (drive, {vid: (key's gen, bad then)}) while a drive is away
     dropped = {}                # vid -> key of every version deleted by id
     moves = {"away": 0, "back": 0}
 
-    def fail(msg):
-        tail = log if os.environ.get("CAIRN_RANDOM_LOG") == "all" else log[-25:]
-        pytest.fail(f"seed {seed}: {msg}\nlast operations:\n  " + "\n  ".join(tail))
-
-    def admin(*args):
-        p = run_admin(srv, *args)
-        if p.returncode != 0:
-            fail(f"admin {' '.join(args)}: rc {p.returncode}: {p.stdout}{p.stderr}")
-
     def settle_returning():
-        for d in sorted(returning):
-            deadline = time.time() + 30
-            while time.time() < deadline:
-                c = formatted_back(srv, drives[d])
-                if c > formatted[d]:
-                    formatted[d] = c
-                    break
-                time.sleep(0.2)
-            else:
-                fail(f"drive {d} made again was not formatted back within 30 s")
-        returning.clear()
+        tr.settle(returning)
 
     def down():
         return removed | returning
@@ -1041,9 +1023,7 @@ def test_random_versioned_operations_with_faults(need_multi_drive, drive_server,
             settle_returning()
             log.append(f"{i} drive {d} back with its old data (restart)")
             moves["back"] += 1
-            srv.stop()
-            remove_tree(drives[d])
-            os.rename(drives[d] + ".away", drives[d])
+            put_back(srv, drives[d])
             restart()
             gone = None
             for k2, v in vers.items():  # versions of keys untouched meanwhile, good before
@@ -1085,9 +1065,7 @@ def test_random_versioned_operations_with_faults(need_multi_drive, drive_server,
     settle_returning()
     if gone:
         d, _ = gone
-        srv.stop()
-        remove_tree(drives[d])
-        os.rename(drives[d] + ".away", drives[d])
+        put_back(srv, drives[d])
         restart()
         settle_returning()
     admin("heal", b)
@@ -1101,6 +1079,30 @@ def test_random_versioned_operations_with_faults(need_multi_drive, drive_server,
     assert any(vers.values()), "the sequence left no version to check"
     if "CAIRN_RANDOM_SEED" not in os.environ:
         assert moves["away"] and moves["back"] and dropped, (moves, len(dropped))
+
+
+def whole(key, data):
+    """The digest of a body of the concurrent tests (key, a newline, bytes, the SHA-256 of
+    what precedes it) when it is whole and of key, else None."""
+    if len(data) < 32 or not data.startswith(f"{key}\n".encode()):
+        return None
+    return data[-32:] if hashlib.sha256(data[:-32]).digest() == data[-32:] else None
+
+
+def start_clients(writer, reader, errors):
+    """Three writer(i) and three reader(i) threads, started; an exception in one (a dropped
+    connection, a timeout) is a failure too, added to errors."""
+    def guarded(fn, i):
+        try:
+            fn(i)
+        except Exception as e:
+            errors.append(f"{fn.__name__} {i}: {e!r}")
+
+    threads = [threading.Thread(target=guarded, args=(writer, i)) for i in range(3)]
+    threads += [threading.Thread(target=guarded, args=(reader, i)) for i in range(3)]
+    for t in threads:
+        t.start()
+    return threads
 
 
 def test_concurrent_overwrites_and_reads_while_drives_fail(need_multi_drive, drive_server, root):  # noqa: F811
@@ -1127,14 +1129,6 @@ def test_concurrent_overwrites_and_reads_while_drives_fail(need_multi_drive, dri
         payload = rnd.randbytes(rnd.choice(sizes))
         head = f"{key}\n".encode()
         return head + payload + hashlib.sha256(head + payload).digest()
-
-    def whole(key, data):
-        """The digest of a body that is whole and of key, else None."""
-        if len(data) < 32 or not data.startswith(f"{key}\n".encode()):
-            return None
-        if hashlib.sha256(data[:-32]).digest() != data[-32:]:
-            return None
-        return data[-32:]
 
     def writer(wid):
         s3 = make_client(srv)
@@ -1179,16 +1173,7 @@ def test_concurrent_overwrites_and_reads_while_drives_fail(need_multi_drive, dri
                 errors.append(f"GET {key}: a torn or foreign body of {len(data)} bytes")
                 return
 
-    def guarded(fn, i):
-        try:
-            fn(i)
-        except Exception as e:  # a dropped connection, a timeout: a failure too
-            errors.append(f"{fn.__name__} {i}: {e!r}")
-
-    threads = [threading.Thread(target=guarded, args=(writer, i)) for i in range(3)]
-    threads += [threading.Thread(target=guarded, args=(reader, i)) for i in range(3)]
-    for t in threads:
-        t.start()
+    threads = start_clients(writer, reader, errors)
     try:
         time.sleep(1.5)
         for d in (1, 4):  # M drives, one after the other, while requests run
@@ -1253,11 +1238,6 @@ def test_concurrent_versions_read_by_id_while_written(need_multi_drive, drive_se
     errors = []
     deadline = time.time() + 10
 
-    def whole(key, data):
-        if len(data) < 32 or not data.startswith(f"{key}\n".encode()):
-            return None
-        return data[-32:] if hashlib.sha256(data[:-32]).digest() == data[-32:] else None
-
     def writer(wid):
         c = make_client(srv)
         rnd = random.Random(wid)
@@ -1320,16 +1300,7 @@ def test_concurrent_versions_read_by_id_while_written(need_multi_drive, drive_se
                 errors.append(f"GET {pick_one or key}: {err_code(e)}")
                 return
 
-    def guarded(fn, i):
-        try:
-            fn(i)
-        except Exception as e:
-            errors.append(f"{fn.__name__} {i}: {e!r}")
-
-    threads = [threading.Thread(target=guarded, args=(writer, i)) for i in range(3)]
-    threads += [threading.Thread(target=guarded, args=(reader, i)) for i in range(3)]
-    for t in threads:
-        t.start()
+    threads = start_clients(writer, reader, errors)
     try:
         time.sleep(4)
         remove_tree(drives[2])
