@@ -16,7 +16,13 @@ parity) and the tmp check covers every drive.
 With --rounds R (a stress run, default 3) the kill points repeat for R rounds; the time budget
 grows with them.
 
-Usage: /usr/bin/python3 tests/integration/durability.py [--drives N] [--rounds R]
+With --lose-drive (and --drives N) each round also loses a drive: half-way to the kill one
+drive folder (another each round) is removed while the writers go on, and at the restart an
+empty folder is in its place (formatted back into its slot and healed in the background
+while the objects are verified). The drives lost in earlier rounds may not be healed yet:
+the set keeps reading as long as fewer than its parity are lost.
+
+Usage: /usr/bin/python3 tests/integration/durability.py [--drives N [--lose-drive]] [--rounds R]
 (CAIRN_BIN selects the binary)
 Exit 0 when every check held; 1 otherwise."""
 
@@ -181,7 +187,10 @@ def main():
     ap = argparse.ArgumentParser(description="kill -9 durability test for cairn")
     ap.add_argument("--drives", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=len(KILL_POINTS))
+    ap.add_argument("--lose-drive", action="store_true")
     args = ap.parse_args()
+    if args.lose_drive and args.drives < 4:
+        ap.error("--lose-drive needs --drives 4 or more")
     t_start = time.monotonic()
     ndrives = args.drives
     max_total = SECONDS_PER_ROUND * max(1, args.rounds)
@@ -209,7 +218,18 @@ def main():
             acked_before = ledger.n_acked
             for t in threads:
                 t.start()
-            time.sleep(kill_at)
+            lost = ""
+            if args.lose_drive:
+                time.sleep(kill_at / 2)
+                gone = folders[(rnd - 1) % ndrives]
+                for _ in range(100):  # the server writes into it meanwhile
+                    shutil.rmtree(gone, ignore_errors=True)
+                    if not os.path.exists(gone):
+                        break
+                lost = f"; {os.path.basename(gone)} lost at {kill_at / 2}s"
+                time.sleep(kill_at / 2)
+            else:
+                time.sleep(kill_at)
             srv.kill9()
             killed_at_acks = ledger.n_acked - acked_before
             # keep the writers busy against a dead server for the rest of the round
@@ -220,13 +240,15 @@ def main():
             if any(t.is_alive() for t in threads):
                 errors.append(f"round {rnd}: writer threads did not stop")
             garbage = [g for t in tmps for g in tmp_leftovers(t)]
+            if args.lose_drive:
+                os.makedirs(gone, exist_ok=True)  # back empty
             srv.start()
             left = [g for t in tmps for g in tmp_leftovers(t)]
             if left:
                 errors.append(f"round {rnd}: tmp area not emptied at restart: {left[:10]}")
             n_err = len(errors)
             checked, listed = verify(srv, ledger, errors)
-            print(f"round {rnd}: killed at {kill_at}s after {killed_at_acks} acknowledged PUTs "
+            print(f"round {rnd}: killed at {kill_at}s{lost} after {killed_at_acks} acknowledged PUTs "
                   f"({ledger.n_failed} failed in total); {len(garbage)} tmp leftovers before restart; "
                   f"{checked} objects verified, {listed} listed; {len(errors) - n_err} problems", flush=True)
     except Exception as e:  # noqa: BLE001
@@ -242,7 +264,8 @@ def main():
             print("  " + e)
         print("server log tail:\n" + tail)
         return 1
-    print(f"durability: OK ({ndrives} drive(s), {len(ledger.acked)} keys acknowledged, {ledger.n_acked} PUTs, "
+    print(f"durability: OK ({ndrives} drive(s){', one lost per round' if args.lose_drive else ''}, "
+          f"{len(ledger.acked)} keys acknowledged, {ledger.n_acked} PUTs, "
           f"{time.monotonic() - t_start:.1f}s)")
     return 0
 

@@ -70,6 +70,13 @@ if want durability; then
 	echo "$out"
 	record durability-8 $rc "$(echo "$out" | grep -E '^(durability: OK|DURABILITY FAILED)' | tail -n 1) ($((SECONDS - t))s)" \
 		"$(echo "$out" | grep -E '^round ' ; echo "$out" | sed -n '/^DURABILITY FAILED/,$p' | head -n 60)"
+	echo "=== durability (kill -9), 8 drives, one drive folder lost in each round"
+	t=$SECONDS
+	out=$(timeout 600 $PY "$HERE/durability.py" --drives 8 --lose-drive 2>&1)
+	rc=$?
+	echo "$out"
+	record durability-8-lost $rc "$(echo "$out" | grep -E '^(durability: OK|DURABILITY FAILED)' | tail -n 1) ($((SECONDS - t))s)" \
+		"$(echo "$out" | grep -E '^round ' ; echo "$out" | sed -n '/^DURABILITY FAILED/,$p' | head -n 60)"
 fi
 
 if want clients; then
