@@ -113,7 +113,7 @@ echo "=== integration summary ($((SECONDS - T0))s, binary $CAIRN_BIN)"
 failed=0
 for i in "${!NAMES[@]}"; do
 	if [ "${RESULTS[$i]}" -eq 0 ]; then st=PASS; else st="FAIL(rc=${RESULTS[$i]})"; failed=$((failed + 1)); fi
-	printf '  %-11s %-10s %s\n' "${NAMES[$i]}" "$st" "${DETAILS[$i]}"
+	printf '  %-17s %-10s %s\n' "${NAMES[$i]}" "$st" "${DETAILS[$i]}"
 done
 if [ $failed -ne 0 ]; then
 	for i in "${!NAMES[@]}"; do
