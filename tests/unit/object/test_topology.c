@@ -266,6 +266,82 @@ TEST(test_keys_spread_and_stay)
 	cn_obj_store_close(s);
 }
 
+/* set.c E13 with the object layer's split_wait: a read that finds the drives split between
+ * two versions (8 drives EC:2, K = 6: 4 and 4) while a "commit" holds the key's lock waits
+ * for the lock and reads again, and gets the version the commit finished with. (With the
+ * short sleeps of before, 4.2 ms in all, it answered QUORUM while the commit went on for
+ * 20 ms.) A thread that holds the lock itself is not made to wait for itself: the key
+ * locks are error-checking mutexes, so its read of a lasting split answers QUORUM at once,
+ * not after the wait's 100 ms bound. */
+typedef struct split_read {
+	cn_obj_store *s;
+	cn_err e;
+	int64_t size;
+} split_read;
+
+static void *split_reader(void *arg)
+{
+	split_read *r = arg;
+	cn_obj_info info;
+	cn_obj_info_init(&info);
+	r->e = cn_obj_stat(r->s, "bkt", "x", &info);
+	r->size = info.size;
+	cn_obj_info_fini(&info);
+	return NULL;
+}
+
+/* Drive d's record of bkt/x saved as base/keep.<d> (save) or copied back over it. */
+static void keep_x(size_t d, bool save)
+{
+	if (save)
+		sh("cp '%s/bkt/%%m.x' '%s/keep.%zu'", drives[0][0][d], base, d);
+	else
+		sh("cp '%s/keep.%zu' '%s/bkt/%%m.x'", base, d, drives[0][0][d]);
+}
+
+TEST(test_read_across_a_commit_waits_for_the_key_lock)
+{
+	fresh();
+	setenv("CAIRN_RECORD_CACHE_MB", "0", 1); /* the records change behind the store's back */
+	cn_obj_store *s;
+	CHECK_EQ_INT(open_topo(1, 1, 8, 2, &s), CN_OK);
+	unsetenv("CAIRN_RECORD_CACHE_MB");
+	if (!s)
+		return;
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
+	CHECK_EQ_INT(put_str(s, "bkt", "x", "new"), CN_OK);
+	for (size_t d = 0; d < 8; d++)
+		keep_x(d, true);
+	CHECK_EQ_INT(put_str(s, "bkt", "x", "older"), CN_OK);
+	for (size_t d = 4; d < 8; d++)
+		keep_x(d, false); /* "new" renamed onto drives 4..7: mid-commit */
+	pthread_mutex_t *kl = cn_obj__key_lock(s, "bkt", "x");
+	CHECK_EQ_INT(pthread_mutex_lock(kl), 0); /* the commit holds the key's lock */
+	split_read r = { .s = s, .e = CN_ERR__COUNT };
+	pthread_t t;
+	CHECK_EQ_INT(pthread_create(&t, NULL, split_reader, &r), 0);
+	usleep(20000);
+	for (size_t d = 0; d < 4; d++)
+		keep_x(d, false); /* the commit's last renames */
+	CHECK_EQ_INT(pthread_mutex_unlock(kl), 0);
+	pthread_join(t, NULL);
+	CHECK_EQ_INT(r.e, CN_OK);
+	CHECK_EQ_INT(r.size, 3);
+
+	/* a lasting split, read by the lock's holder: QUORUM without waiting for itself */
+	CHECK_EQ_INT(put_str(s, "bkt", "x", "older"), CN_OK);
+	for (size_t d = 4; d < 8; d++)
+		keep_x(d, false);
+	CHECK_EQ_INT(pthread_mutex_lock(kl), 0);
+	int64_t t0 = cn_now_ms();
+	split_reader(&r);
+	int64_t took = cn_now_ms() - t0;
+	CHECK_EQ_INT(pthread_mutex_unlock(kl), 0);
+	CHECK_EQ_INT(r.e, CN_ERR_QUORUM);
+	CHECK(took < 100); /* a plain mutex: the wait's 100 ms bound, then QUORUM */
+	cn_obj_store_close(s);
+}
+
 TEST(test_pools_existing_key_stays)
 {
 	fresh();
@@ -851,6 +927,7 @@ int main(void)
 	RUN(test_list_merged_equals_model);
 	RUN(test_list_versions_merged);
 	RUN(test_buckets_on_every_set);
+	RUN(test_read_across_a_commit_waits_for_the_key_lock);
 	RUN(test_wiped_drive_reformatted);
 	RUN(test_foreign_and_moved_drives_refused);
 	RUN(test_refused_drives_in_coded_sets);
