@@ -63,7 +63,10 @@ def run(secs, dshare):
                 st = e.response["ResponseMetadata"]["HTTPStatusCode"]
                 with lock:
                     stats["get"] += 1
-                    stats["503" if st == 503 else "other" if st != 404 else "get"] += st != 404
+                    if st == 503:
+                        stats["503"] += 1
+                    elif st != 404:
+                        stats["other"] += 1
 
     ts = [threading.Thread(target=writer, args=(i,)) for i in range(6)]
     ts += [threading.Thread(target=reader, args=(i,)) for i in range(6)]

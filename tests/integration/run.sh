@@ -55,28 +55,22 @@ if want pytest-ec; then
 	pytest_part pytest-ec 4 "$@"
 fi
 
+# durability_part NAME TITLE [durability.py args...]: one kill -9 run, recorded
+durability_part() {
+	local name=$1 t=$SECONDS out rc
+	echo "=== durability (kill -9)$2"
+	shift 2
+	out=$(timeout 600 $PY "$HERE/durability.py" "$@" 2>&1)
+	rc=$?
+	echo "$out"
+	record "$name" $rc "$(echo "$out" | grep -E '^(durability: OK|DURABILITY FAILED)' | tail -n 1) ($((SECONDS - t))s)" \
+		"$(echo "$out" | grep -E '^round ' ; echo "$out" | sed -n '/^DURABILITY FAILED/,$p' | head -n 60)"
+}
+
 if want durability; then
-	echo "=== durability (kill -9)"
-	t=$SECONDS
-	out=$(timeout 600 $PY "$HERE/durability.py" 2>&1)
-	rc=$?
-	echo "$out"
-	record durability $rc "$(echo "$out" | grep -E '^(durability: OK|DURABILITY FAILED)' | tail -n 1) ($((SECONDS - t))s)" \
-		"$(echo "$out" | grep -E '^round ' ; echo "$out" | sed -n '/^DURABILITY FAILED/,$p' | head -n 60)"
-	echo "=== durability (kill -9), 8 drives erasure-coded"
-	t=$SECONDS
-	out=$(timeout 600 $PY "$HERE/durability.py" --drives 8 2>&1)
-	rc=$?
-	echo "$out"
-	record durability-8 $rc "$(echo "$out" | grep -E '^(durability: OK|DURABILITY FAILED)' | tail -n 1) ($((SECONDS - t))s)" \
-		"$(echo "$out" | grep -E '^round ' ; echo "$out" | sed -n '/^DURABILITY FAILED/,$p' | head -n 60)"
-	echo "=== durability (kill -9), 8 drives, one drive folder lost in each round"
-	t=$SECONDS
-	out=$(timeout 600 $PY "$HERE/durability.py" --drives 8 --lose-drive 2>&1)
-	rc=$?
-	echo "$out"
-	record durability-8-lost $rc "$(echo "$out" | grep -E '^(durability: OK|DURABILITY FAILED)' | tail -n 1) ($((SECONDS - t))s)" \
-		"$(echo "$out" | grep -E '^round ' ; echo "$out" | sed -n '/^DURABILITY FAILED/,$p' | head -n 60)"
+	durability_part durability ""
+	durability_part durability-8 ", 8 drives erasure-coded" --drives 8
+	durability_part durability-8-lost ", 8 drives, one drive folder lost in each round" --drives 8 --lose-drive
 fi
 
 if want clients; then
