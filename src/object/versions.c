@@ -15,7 +15,11 @@
  *  V3. Data folders of versions that are replaced ("null" in a suspended bucket, or any
  *      version in an unversioned one) or deleted are removed only after the barrier (C4).
  *  V4. Version ids are 12 hex digits of the ms clock, 4 of a per-process sequence and 16
- *      random: newer versions of one key sort after older ones, ties broken by the id. */
+ *      random: newer versions of one key sort after older ones, ties broken by the id.
+ *  V5. A key's new current record is strictly newer than the one it replaces (mtime at
+ *      least the old one's + 1 ms, cn_obj__vprep, under the key's lock): versions are
+ *      ordered by mtime, and within one ms the id alone could not place the null version
+ *      (a PUT right after versioning was enabled listed the null version as the newer). */
 #include "object/object_int.h"
 
 #include <stdio.h>
@@ -156,6 +160,8 @@ cn_err cn_obj__vprep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const 
 		cn_log(CN_LOG_WARN, NULL, "object: %s/%s: previous record unreadable (%s); its data "
 		       "folder, if any, stays", bucket, key, cn_err_str(oe));
 	vc->old_ok = oe == CN_OK;
+	if (vc->old_ok && m->mtime_ms <= vc->old.mtime_ms)
+		m->mtime_ms = vc->old.mtime_ms + 1; /* V5 */
 	switch (v) {
 	case CN_VERSIONING_OFF:
 		m->version_id[0] = 0;

@@ -336,6 +336,49 @@ TEST(test_multipart_versioned)
 	cn_obj_info_fini(&oi);
 }
 
+/* V5: puts of one key in quick succession (a store without fsync: many within one ms)
+ * get strictly increasing mtimes, so the versions list in the order they were made, the
+ * null version of before versioning last, and deleting the latest by id promotes each
+ * previous one in turn. Before V5 a null version and the first versioned PUT in the same
+ * ms listed the null version as the newer (the id decided the tie). */
+TEST(test_versions_in_one_ms_keep_their_order)
+{
+	char dir[80], cmd[200];
+	snprintf(dir, sizeof dir, "%s/fast", base);
+	snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+	CN_ASSERT(system(cmd) == 0);
+	cn_obj_config cfg = { .durable = false, .inline_max = 128 * 1024 };
+	const char *d[] = { dir };
+	cn_obj_store *saved = store;
+	CN_ASSERT(cn_obj_store_open(d, 1, &cfg, &store) == CN_OK);
+	CN_ASSERT(cn_obj_make_bucket(store, "bkt") == CN_OK);
+	enum { N = 40 };
+	char vids[N][40], body[16], buf[16];
+	CHECK_EQ_INT(put("k", "b0", 0, vids[0]), CN_OK);
+	CHECK_EQ_INT(cn_obj_set_versioning(store, "bkt", CN_VERSIONING_ENABLED), CN_OK);
+	for (int i = 1; i < N; i++) {
+		snprintf(body, sizeof body, "b%d", i);
+		CHECK_EQ_INT(put("k", body, 0, vids[i]), CN_OK);
+	}
+	cn_version_list l;
+	CHECK_EQ_INT(nversions("k", &l), N);
+	for (size_t i = 0; i < l.nversions && l.nversions == N; i++) {
+		CHECK_EQ_STR(l.versions[i].version_id, i == N - 1 ? "null" : vids[N - 1 - i]);
+		if (i > 0)
+			CHECK(l.versions[i].mtime_ms < l.versions[i - 1].mtime_ms);
+	}
+	cn_version_list_fini(&l);
+	for (int i = N - 1; i > 0; i--) {
+		cn_obj_deleted del;
+		CHECK_EQ_INT(cn_obj_delete_version(store, "bkt", "k", vids[i], &del), CN_OK);
+		snprintf(body, sizeof body, "b%d", i - 1);
+		CHECK_EQ_INT(get("k", NULL, buf, sizeof buf), CN_OK);
+		CHECK_EQ_STR(buf, body);
+	}
+	cn_obj_store_close(store);
+	store = saved;
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -353,6 +396,7 @@ int main(void)
 	RUN(test_suspended);
 	RUN(test_list_pagination_and_meta);
 	RUN(test_multipart_versioned);
+	RUN(test_versions_in_one_ms_keep_their_order);
 	cn_obj_store_close(store);
 	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
 	if (system(cmd) != 0)
