@@ -26,7 +26,6 @@
 #include "object/object_int.h"
 
 #include <errno.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1626,10 +1625,8 @@ cn_err cn_obj__recv(cn_obj_store *s, cn_ec_set *set, const char *bucket, const c
                     bool allow_inline, unsigned char *buf, cn_ec_writer **w, int64_t *total,
                     unsigned char md5[16], bool *inline_data)
 {
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	if (!md)
-		return CN_ERR_NOMEM;
-	EVP_DigestInit_ex(md, EVP_md5(), NULL);
+	cn_md5 md;
+	cn_md5_init(&md);
 	cn_err e = CN_OK;
 	*w = NULL;
 	*total = 0;
@@ -1651,7 +1648,7 @@ cn_err cn_obj__recv(cn_obj_store *s, cn_ec_set *set, const char *bucket, const c
 			e = CN_ERR_TOO_LARGE;
 			break;
 		}
-		EVP_DigestUpdate(md, buf, (size_t)n);
+		cn_md5_update(&md, buf, (size_t)n);
 		bool eof = (size_t)n < IO_BUF;
 		if (allow_inline && first && eof && *total <= s->cfg.inline_max) {
 			*inline_data = true;
@@ -1667,8 +1664,7 @@ cn_err cn_obj__recv(cn_obj_store *s, cn_ec_set *set, const char *bucket, const c
 	if (!e && expect >= 0 && *total < expect)
 		e = CN_ERR_CLOSED;
 	if (!e)
-		EVP_DigestFinal_ex(md, md5, NULL);
-	EVP_MD_CTX_free(md);
+		cn_md5_final(&md, md5);
 	return e;
 }
 

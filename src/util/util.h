@@ -187,6 +187,31 @@ void cn_hex_encode(const unsigned char *in, size_t len, char *out /* 2*len+1 */)
 void cn_sha256(const void *p, size_t len, unsigned char out[32]);
 void cn_sha256_hex(const void *p, size_t len, char out[65] /* lowercase hex + NUL */);
 void cn_hmac_sha256(const void *key, size_t klen, const void *p, size_t len, unsigned char out[32]);
+
+/* MD5 (util/md5.c), for ETags, with an 8-lane AVX2 engine shared by concurrent callers.
+ * cn_md5_update hashes short runs itself (OpenSSL's one-stream code); a run of at least
+ * CN_MD5_ENGINE_MIN bytes goes to the engine, which hashes up to 8 callers' runs at once
+ * (~4.5x one stream on these machines): flat combining, the caller that finds the engine
+ * idle runs it for everyone queued until its own run is done, then hands it to a caller
+ * whose run is still being hashed; the others sleep until theirs is. The call is
+ * synchronous: p is only read before it returns. No allocation, no failure. One context
+ * belongs to one thread at a time; contexts are independent. Without AVX2, or after
+ * cn_md5_engine_enable(false) (CAIRN_MD5_ENGINE=off at start), every run is one stream. */
+#define CN_MD5_ENGINE_MIN (256u << 10)
+typedef struct cn_md5 {
+	uint32_t h[4];
+	uint64_t len;             /* bytes hashed so far */
+	unsigned char tail[64];   /* bytes of an unfinished block */
+	unsigned tlen;
+} cn_md5;
+void cn_md5_init(cn_md5 *c);
+void cn_md5_update(cn_md5 *c, const void *p, size_t n);
+void cn_md5_final(cn_md5 *c, unsigned char out[16]);
+/* Whether runs go to the engine (true by default where the CPU has AVX2); false when the
+ * CPU lacks it whatever is asked. Returns the state now in force. */
+bool cn_md5_engine_enable(bool on);
+/* 64-byte blocks hashed so far by the engine's lanes and one stream at a time. */
+void cn_md5_stats(uint64_t *lane_blocks, uint64_t *stream_blocks);
 cn_err cn_hex_decode(cn_str in, unsigned char *out, size_t outlen /* must be in.len/2 */);
 /* Base64 (standard alphabet, padded). decode returns CN_ERR_INVALID on bad input. */
 size_t cn_base64_encode(const unsigned char *in, size_t len, char *out /* 4*((len+2)/3)+1 */);
