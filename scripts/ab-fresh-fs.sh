@@ -10,7 +10,10 @@
 #   S3BENCH=/path/to/s3bench   (build: gcc -O2 -o s3bench ../shared/bench/perf/tools/s3bench.c
 #                               -lcurl -lcrypto -lpthread, or let compare.sh build it)
 # Environment: DRIVES (default "/d{1...4}"), SIZE (4k), OPS (put), SHOW (PUT), DUR (4),
-# PRIME (unset: none), IMG (/tmp/cairn-ab.img), MNT (/mnt/cairn-ab).
+# PRIME (unset: none), IMG (/tmp/cairn-ab.img), IMG_SIZE (4G), MNT (/mnt/cairn-ab).
+# The loop device reads and writes its file with direct I/O (losetup --direct-io=on), so
+# the filesystem's data is cached once, as on a disk, and cairn's O_DIRECT shard writes
+# reach the disk as they would without the loop device.
 # Example: PRIME=3 DRIVES="/d{1...16}" scripts/ab-fresh-fs.sh /tmp/cairn-old build/cairn 3
 set -euo pipefail
 A=$1 B=$2 PAIRS=${3:-3}
@@ -20,19 +23,24 @@ DRIVES=${DRIVES:-"/d{1...4}"} SIZE=${SIZE:-4k} OPS=${OPS:-put} SHOW=${SHOW:-PUT}
 IMG=${IMG:-/tmp/cairn-ab.img} MNT=${MNT:-/mnt/cairn-ab} PORT=9393
 CRED=(--access abadmin --secret abadminsecret)
 mkdir -p "$MNT"
-[ -f "$IMG" ] || truncate -s 4G "$IMG"
-SERVER=
+[ -f "$IMG" ] || truncate -s "${IMG_SIZE:-4G}" "$IMG"
+SERVER= LOOPDEV=
+unmount() {
+	if mountpoint -q "$MNT"; then umount "$MNT"; fi
+	if [ -n "$LOOPDEV" ]; then losetup -d "$LOOPDEV"; LOOPDEV=; fi
+}
 cleanup() {
 	[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && while kill -0 "$SERVER" 2>/dev/null; do sleep 0.1; done
-	if mountpoint -q "$MNT"; then umount "$MNT"; fi
+	unmount
 	rm -f "$IMG"
 }
 trap cleanup EXIT
 
 one() { # LABEL BIN
-	if mountpoint -q "$MNT"; then umount "$MNT"; fi
+	unmount
 	mkfs.ext4 -q -F -O ^has_journal "$IMG"
-	mount -o loop "$IMG" "$MNT"
+	LOOPDEV=$(losetup --find --show --direct-io=on "$IMG")
+	mount "$LOOPDEV" "$MNT"
 	mkdir "$MNT/data"
 	CAIRN_ROOT_USER=abadmin CAIRN_ROOT_PASSWORD=abadminsecret "$2" server "$MNT/data$DRIVES" \
 		--address 127.0.0.1:$PORT --quiet 2>"$MNT/server.log" &

@@ -618,6 +618,52 @@ TEST(test_replaced)
 	cn_drive_close(d);
 }
 
+/* Shard files of every length around 4 KiB pages and 256 KiB, written in pieces that
+ * straddle them, read back exact, and a discarded one leaves nothing in tmp. */
+TEST(test_shard_file_sizes)
+{
+	cn_drive *d = open_fresh(true);
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	const size_t K = 1024, B = 256 * K, lens[] = {0, 1, 4095, 4096, 4097, 3 * 4096 + 5, B - 1,
+	                                                B, B + 1, B + 4096, 2 * B + 4095, 5 * B + 777};
+	const size_t pieces[] = {16, 4096, 100000, 7, 300000};
+	unsigned char *data = malloc(6 * B), *got = malloc(6 * B);
+	CN_ASSERT(data && got);
+	for (size_t i = 0; i < 6 * B; i++)
+		data[i] = (unsigned char)(i * 131 + i / 4099);
+	for (size_t t = 0; t < sizeof lens / sizeof *lens; t++) {
+		size_t len = lens[t];
+		char key[32];
+		snprintf(key, sizeof key, "k%zu", len);
+		cn_drive_file *f;
+		CHECK_EQ_INT(d->ops->create_file(d, "t", "%d.abc", "part.1", &f), CN_OK);
+		for (size_t off = 0, j = 0; off < len; j++) {
+			size_t n = pieces[(t + j) % 5] < len - off ? pieces[(t + j) % 5] : len - off;
+			CHECK_EQ_INT(d->ops->file_write(f, data + off, n), CN_OK);
+			off += n;
+		}
+		CHECK_EQ_INT(d->ops->file_close(f, true), CN_OK);
+		CHECK_EQ_INT(d->ops->rename_data(d, "t", "%d.abc", "vol", key, "R", 1), CN_OK);
+		cn_drive_rfile *rf;
+		CHECK_EQ_INT(d->ops->open_data(d, "vol", key, "%d.abc", "part.1", &rf), CN_OK);
+		CHECK_EQ_INT(d->ops->rfile_size(rf), (int64_t)len);
+		size_t n = 0;
+		memset(got, 0, len + 1);
+		CHECK_EQ_INT(d->ops->rfile_read(rf, 0, got, len + 1, &n), CN_OK);
+		CHECK(n == len && memcmp(got, data, len) == 0);
+		d->ops->rfile_close(rf);
+	}
+	cn_drive_file *f;
+	CHECK_EQ_INT(d->ops->create_file(d, "u", "%d.abc", "part.1", &f), CN_OK);
+	CHECK_EQ_INT(d->ops->file_write(f, data, B + 10), CN_OK);
+	CHECK_EQ_INT(d->ops->file_close(f, false), CN_OK);
+	d->ops->abort_tmp(d, "u");
+	CHECK(tmp_find_empty(""));
+	free(data);
+	free(got);
+	cn_drive_close(d);
+}
+
 /* Records read whole at every size around the first read's 64 KiB step (read_file_at:
  * one read, then the size from fstat), and the limit at the byte. */
 TEST(test_record_sizes)
@@ -824,6 +870,7 @@ int main(void)
 	snprintf(base, sizeof base, "/tmp/cn_drive_test.%d", (int)getpid());
 	RUN(test_layout_and_escaping);
 	RUN(test_record_sizes);
+	RUN(test_shard_file_sizes);
 	RUN(test_key_folders);
 	RUN(test_data_list);
 	RUN(test_data_keys);
