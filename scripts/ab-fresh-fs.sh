@@ -12,8 +12,8 @@
 # Environment: DRIVES (default "/d{1...4}"), SIZE (4k), OPS (put), SHOW (PUT), DUR (4),
 # PRIME (unset: none), IMG (/tmp/cairn-ab.img), IMG_SIZE (4G), MNT (/mnt/cairn-ab).
 # The loop device reads and writes its file with direct I/O (losetup --direct-io=on), so
-# the filesystem's data is cached once, as on a disk, and cairn's O_DIRECT shard writes
-# reach the disk as they would without the loop device.
+# the filesystem's data is cached once, as on a disk (and O_DIRECT writes, as in
+# scripts/experiments/odirect-shards.patch, reach the disk as without the loop device).
 # Example: PRIME=3 DRIVES="/d{1...16}" scripts/ab-fresh-fs.sh /tmp/cairn-old build/cairn 3
 set -euo pipefail
 A=$1 B=$2 PAIRS=${3:-3}

@@ -20,7 +20,6 @@
  *      crash before the record's rename leaves the upload intact (tmp garbage only). */
 #include "object/object_int.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -555,12 +554,8 @@ cn_err cn_obj_upload_complete(cn_obj_store *s, const char *bucket, const char *k
 	locked = true;
 	if ((e = read_upload(s, set, bucket, key, upload_id, &up)))
 		goto out;
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	if (!md) {
-		e = CN_ERR_NOMEM;
-		goto out;
-	}
-	EVP_DigestInit_ex(md, EVP_md5(), NULL);
+	cn_md5 md;
+	cn_md5_init(&md);
 	int64_t total = 0;
 	for (size_t i = 0; i < nlist && !e; i++) {
 		e = read_part(set, bucket, upload_id, list[i].number, &parts[i], files[i]);
@@ -576,7 +571,7 @@ cn_err cn_obj_upload_complete(cn_obj_store *s, const char *bucket, const char *k
 			e = CN_ERR_BAD_PART;
 			break;
 		}
-		EVP_DigestUpdate(md, bin, sizeof bin);
+		cn_md5_update(&md, bin, sizeof bin);
 		srcs[i] = files[i];
 		ecp[i].number = list[i].number;
 		ecp[i].size = parts[i].size;
@@ -587,8 +582,7 @@ cn_err cn_obj_upload_complete(cn_obj_store *s, const char *bucket, const char *k
 		if (parts[i].size < CN_OBJ_MIN_PART_SIZE)
 			e = CN_ERR_TOO_SMALL;
 	unsigned char digest[16];
-	EVP_DigestFinal_ex(md, digest, NULL);
-	EVP_MD_CTX_free(md);
+	cn_md5_final(&md, digest);
 	if (e)
 		goto out;
 	if (seal && (e = seal(seal_ctx, parts, nlist, &add, &nadd)))

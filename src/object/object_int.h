@@ -171,8 +171,9 @@ void cn_obj__heal_scan_now(cn_obj_store *s);
 
 /* versions.c: committing a new current version under the bucket's versioning state.
  * Under the key's lock: vprep (reads the current version, picks the new version id into
- * m->version_id, raises m->mtime_ms above the current version's (V5), keeps the current one as noncurrent when it must survive, notes what a
- * replaced version leaves to remove), then the caller's commit, then vpost (only after a
+ * m->version_id, raises m->mtime_ms above the current version's (V5), keeps the current
+ * one as noncurrent when it must survive, notes what a replaced version leaves to
+ * remove), then the caller's commit, then vpost (only after a
  * successful commit). After the barrier, vfinish removes the replaced data (only when
  * committed) and releases vc, whatever happened (also after a failed vprep). */
 typedef struct cn_obj__vcommit {

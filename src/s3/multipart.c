@@ -23,7 +23,6 @@
 
 #include <expat.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -807,7 +806,7 @@ static bool read_complete_doc(cn_s3_req *r, complete_doc *d)
 {
 	char buf[16384];
 	size_t total = 0;
-	EVP_MD_CTX *md5 = NULL;
+	cn_md5 md5;
 	const char *cmd5 = cn_s3_header(r, "content-md5");
 	unsigned char want[16];
 	bool ok = false;
@@ -819,15 +818,9 @@ static bool read_complete_doc(cn_s3_req *r, complete_doc *d)
 			cn_s3_error(r, CN_S3_InvalidDigest, NULL);
 			return false;
 		}
-		md5 = EVP_MD_CTX_new();
-		if (!md5 || !EVP_DigestInit_ex(md5, EVP_md5(), NULL)) {
-			EVP_MD_CTX_free(md5);
-			cn_s3_error(r, CN_S3_InternalError, NULL);
-			return false;
-		}
+		cn_md5_init(&md5);
 	}
 	if (!doc_begin(d)) {
-		EVP_MD_CTX_free(md5);
 		cn_s3_error(r, CN_S3_InternalError, NULL);
 		return false;
 	}
@@ -842,15 +835,15 @@ static bool read_complete_doc(cn_s3_req *r, complete_doc *d)
 			cn_s3_error(r, CN_S3_MalformedXML, NULL);
 			goto out;
 		}
-		if (md5 && n > 0)
-			EVP_DigestUpdate(md5, buf, (size_t)n);
+		if (cmd5 && n > 0)
+			cn_md5_update(&md5, buf, (size_t)n);
 		doc_feed(d, buf, (size_t)n, n == 0);
 		if (n == 0)
 			break;
 	}
-	if (md5) {
+	if (cmd5) {
 		unsigned char got[16];
-		EVP_DigestFinal_ex(md5, got, NULL);
+		cn_md5_final(&md5, got);
 		if (memcmp(got, want, 16) != 0) {
 			cn_s3_error(r, CN_S3_BadDigest, NULL);
 			goto out;
@@ -865,7 +858,6 @@ static bool read_complete_doc(cn_s3_req *r, complete_doc *d)
 out:
 	if (d->p)
 		doc_finish(d);
-	EVP_MD_CTX_free(md5);
 	return ok;
 }
 

@@ -421,15 +421,9 @@ const char *cn_s3_declared_trailer(cn_s3_req *r)
 cn_err cn_s3_read_body(cn_s3_req *r, size_t max, cn_buf *out)
 {
 	char tmp[16384];
-	EVP_MD_CTX *md5 = NULL;
+	cn_md5 md5;
+	cn_md5_init(&md5);
 	const char *cmd5 = cn_s3_header(r, "content-md5");
-	if (cmd5) {
-		md5 = EVP_MD_CTX_new();
-		if (!md5 || !EVP_DigestInit_ex(md5, EVP_md5(), NULL)) {
-			EVP_MD_CTX_free(md5);
-			return CN_ERR_NOMEM;
-		}
-	}
 	cn_err err = CN_OK;
 	for (;;) {
 		ssize_t n = r->body->read(r->body, tmp, sizeof tmp);
@@ -445,13 +439,13 @@ cn_err cn_s3_read_body(cn_s3_req *r, size_t max, cn_buf *out)
 		}
 		if ((err = cn_buf_append(out, tmp, (size_t)n)))
 			break;
-		if (md5)
-			EVP_DigestUpdate(md5, tmp, (size_t)n);
+		if (cmd5)
+			cn_md5_update(&md5, tmp, (size_t)n);
 	}
-	if (!err && md5) {
+	if (!err && cmd5) {
 		unsigned char got[16], want[16];
 		size_t wl = 0;
-		EVP_DigestFinal_ex(md5, got, NULL);
+		cn_md5_final(&md5, got);
 		if (cn_base64_decode(cn_str_c(cmd5), want, sizeof want, &wl) != CN_OK || wl != 16) {
 			r->body_error = CN_S3_InvalidDigest;
 			err = CN_ERR_ABORTED;
@@ -459,7 +453,6 @@ cn_err cn_s3_read_body(cn_s3_req *r, size_t max, cn_buf *out)
 			err = CN_ERR_DIGEST;
 		}
 	}
-	EVP_MD_CTX_free(md5);
 	return err;
 }
 
