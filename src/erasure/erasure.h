@@ -212,6 +212,15 @@ typedef struct cn_ec_writer cn_ec_writer;
 cn_err cn_ec_writer_new(cn_ec_set *s, const char *vol, const char *key, const char *storage_class,
                         cn_ec_writer **out);
 cn_err cn_ec_writer_write(cn_ec_writer *w, const void *p, size_t len);
+/* Zero-copy writing, for bodies read straight into the writer: *p receives where the
+ * object's next bytes go in the writer's pending block, and the result how many fit there
+ * (1 .. CN_EC_BLOCK_SIZE). The caller places up to that many at *p, then calls
+ * cn_ec_writer_fill with their count, which appends them as cn_ec_writer_write would
+ * (encoding and writing the block once it is full; errors as cn_ec_writer_write). *p is
+ * valid until the next call on w. A set of one drive has no block: 0, *p NULL; use
+ * cn_ec_writer_write. */
+size_t cn_ec_writer_space(cn_ec_writer *w, unsigned char **p);
+cn_err cn_ec_writer_fill(cn_ec_writer *w, size_t n);
 cn_err cn_ec_writer_commit(cn_ec_writer *w, const char *vol, const char *key, cn_ec_meta *m);
 void cn_ec_writer_abort(cn_ec_writer *w); /* also frees a committed writer */
 cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m);

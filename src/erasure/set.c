@@ -90,9 +90,11 @@ struct cn_ec_writer {
 	cn_codec *c;
 	unsigned k, m;
 	uint8_t dist[CN_EC_MAX_DRIVES];
-	unsigned char *block;               /* pending bytes of the current block */
+	unsigned char *block;               /* pending bytes of the current block: = shards */
 	size_t blen;
-	unsigned char *shards;              /* (k+m) shards of shard_len(block size) */
+	/* W1: k data shards of a full block's shard_len (the block, encoded in place: data
+	 * shard j of a block of len bytes starts at j * shard_len(len)), then m parity */
+	unsigned char *shards;
 	bool ok[CN_EC_MAX_DRIVES];          /* slot still writing */
 };
 
@@ -659,10 +661,11 @@ cn_err cn_ec_writer_new(cn_ec_set *s, const char *vol, const char *key, const ch
 		w->k = (unsigned)s->n - w->m;
 		w->c = codec_for(s, w->k, w->m);
 		cn_codec_dist(vol, key, strlen(key), (unsigned)s->n, w->dist);
-		size_t sl = cn_codec_shard_len(w->c, CN_EC_BLOCK_SIZE);
-		w->block = malloc(CN_EC_BLOCK_SIZE);
+		/* W1: the block is the start of the shard buffer (blocks encode in place) */
+		size_t sl = w->c ? cn_codec_shard_len(w->c, CN_EC_BLOCK_SIZE) : 0;
 		w->shards = malloc(s->n * sl);
-		if (!w->c || !w->block || !w->shards) {
+		w->block = w->shards;
+		if (!w->c || !w->shards) {
 			cn_ec_writer_abort(w);
 			return w->c ? CN_ERR_NOMEM : CN_ERR_INVALID;
 		}
@@ -712,12 +715,17 @@ static cn_err writer_check(cn_ec_writer *w, cn_err last)
 static cn_err flush_block(cn_ec_writer *w)
 {
 	cn_ec_set *s = w->s;
-	size_t n = s->n, sl = cn_codec_shard_len(w->c, w->blen);
+	size_t n = s->n, k = w->k, sl = cn_codec_shard_len(w->c, w->blen);
+	size_t full = cn_codec_shard_len(w->c, CN_EC_BLOCK_SIZE);
 	unsigned char *ptr[CN_EC_MAX_DRIVES];
 	unsigned char hashes[CN_EC_MAX_DRIVES][HASH_LEN];
+	/* W1: the block's bytes lie at the start of w->shards, so data shard j of this block
+	 * (its bytes [j*sl, (j+1)*sl), the last padded with zeros) already starts at j*sl;
+	 * the parity shards go after the data area of a full block (k*full >= the block). */
 	for (size_t j = 0; j < n; j++)
-		ptr[j] = w->shards + j * sl;
-	cn_err e = cn_codec_encode(w->c, w->block, w->blen, ptr, hashes);
+		ptr[j] = j < k ? w->shards + j * sl : w->shards + k * full + (j - k) * sl;
+	memset(w->shards + w->blen, 0, k * sl - w->blen);
+	cn_err e = cn_codec_encode_parity(w->c, sl, ptr, hashes);
 	if (e)
 		return e;
 	cn_err last = CN_OK;
@@ -764,6 +772,25 @@ cn_err cn_ec_writer_write(cn_ec_writer *w, const void *p, size_t len)
 		}
 	}
 	return CN_OK;
+}
+
+size_t cn_ec_writer_space(cn_ec_writer *w, unsigned char **p)
+{
+	if (!coded(w->s)) {
+		*p = NULL;
+		return 0;
+	}
+	*p = w->block + w->blen; /* blen < CN_EC_BLOCK_SIZE: a full block is flushed at once */
+	return CN_EC_BLOCK_SIZE - w->blen;
+}
+
+cn_err cn_ec_writer_fill(cn_ec_writer *w, size_t n)
+{
+	if (!coded(w->s) || n > CN_EC_BLOCK_SIZE - w->blen)
+		return CN_ERR_INVALID;
+	w->blen += n;
+	w->written += (int64_t)n;
+	return w->blen == CN_EC_BLOCK_SIZE ? flush_block(w) : CN_OK;
 }
 
 /* Erasure fields of slot d's record. */
@@ -876,8 +903,7 @@ void cn_ec_writer_abort(cn_ec_writer *w)
 		if (D(w->s, i))
 			D(w->s, i)->ops->abort_tmp(D(w->s, i), w->tmp_id);
 	}
-	free(w->block);
-	free(w->shards);
+	free(w->shards); /* w->block is its start (W1) */
 	free(w);
 }
 

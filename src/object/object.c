@@ -1631,8 +1631,23 @@ cn_err cn_obj__recv(cn_obj_store *s, cn_ec_set *set, const char *bucket, const c
 	*w = NULL;
 	*total = 0;
 	*inline_data = false;
+	/* The first read decides whether the body is inline (it fits inline_max); past it,
+	 * the body is read straight into the erasure writer's block (no copy) where the set
+	 * has one. */
+	if (!allow_inline && (e = cn_ec_writer_new(set, bucket, key, storage_class, w)))
+		return e;
 	for (bool first = true;; first = false) {
-		ssize_t n = cn_read_full(body, buf, IO_BUF);
+		unsigned char *dst = buf;
+		size_t cap = IO_BUF;
+		if (allow_inline && first && (size_t)s->cfg.inline_max < cap)
+			cap = (size_t)s->cfg.inline_max + 1;
+		unsigned char *wp;
+		size_t space = *w ? cn_ec_writer_space(*w, &wp) : 0;
+		if (space) {
+			dst = wp;
+			cap = space;
+		}
+		ssize_t n = cn_read_full(body, dst, cap);
 		if (n < 0) {
 			e = (cn_err)-n;
 			if (e <= CN_OK || e >= CN_ERR__COUNT)
@@ -1648,15 +1663,16 @@ cn_err cn_obj__recv(cn_obj_store *s, cn_ec_set *set, const char *bucket, const c
 			e = CN_ERR_TOO_LARGE;
 			break;
 		}
-		cn_md5_update(&md, buf, (size_t)n);
-		bool eof = (size_t)n < IO_BUF;
+		cn_md5_update(&md, dst, (size_t)n);
+		bool eof = (size_t)n < cap;
 		if (allow_inline && first && eof && *total <= s->cfg.inline_max) {
 			*inline_data = true;
 			break;
 		}
 		if (!*w && (e = cn_ec_writer_new(set, bucket, key, storage_class, w)))
 			break;
-		if (n > 0 && (e = cn_ec_writer_write(*w, buf, (size_t)n)))
+		if (n > 0 && (e = dst == buf ? cn_ec_writer_write(*w, buf, (size_t)n)
+		                             : cn_ec_writer_fill(*w, (size_t)n)))
 			break;
 		if (eof)
 			break;

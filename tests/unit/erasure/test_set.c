@@ -16,6 +16,9 @@
 
 static char base[64];
 static int64_t put_mtime = 1000; /* the mtime put() gives its records */
+static int put_fill = -1; /* put(): 1 every write through cn_ec_writer_space/fill, 0 none,
+                           * -1 every other put() */
+static unsigned put_count;
 
 static unsigned char *pattern(size_t len, unsigned seed)
 {
@@ -68,10 +71,22 @@ static cn_err put(cn_ec_set *s, const char *key, const unsigned char *p, size_t 
 	} else {
 		cn_ec_writer *w;
 		e = cn_ec_writer_new(s, "bkt", key, NULL, &w);
-		/* uneven writes */
-		for (size_t off = 0; !e && off < len;) {
+		bool fill = put_fill < 0 ? put_count++ % 2 == 1 : put_fill == 1;
+		/* uneven writes; with fill, pieces placed straight into the writer's block,
+		 * mixed with a few plain writes */
+		for (size_t off = 0, i = 0; !e && off < len; i++) {
 			size_t n = len - off < 300001 ? len - off : 300001;
-			e = cn_ec_writer_write(w, p + off, n);
+			unsigned char *at;
+			size_t space = fill && i % 4 != 3 ? cn_ec_writer_space(w, &at) : 0;
+			if (space) {
+				CHECK(space <= CN_EC_BLOCK_SIZE);
+				if (n > space)
+					n = space;
+				memcpy(at, p + off, n);
+				e = cn_ec_writer_fill(w, n);
+			} else {
+				e = cn_ec_writer_write(w, p + off, n);
+			}
 			off += n;
 		}
 		if (!e)
@@ -154,6 +169,109 @@ static void damage(size_t i, const char *key, bool corrupt)
 		         path, rec);
 	}
 	CN_ASSERT(system(cmd) == 0);
+}
+
+/* The bytes of drive i's shard file of key (one version) into out; false if none. */
+static bool shard_file(const char *root, size_t i, const char *key, cn_buf *out)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "cat \"$(find '%s/d%zu/bkt/%s' -name part.1 | head -1)\" 2>/dev/null",
+	         root, i, key);
+	FILE *f = popen(cmd, "r");
+	CN_ASSERT(f);
+	out->len = 0;
+	unsigned char tmp[65536];
+	size_t n;
+	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
+		CN_ASSERT(cn_buf_append(out, tmp, n) == CN_OK);
+	return pclose(f) == 0 && out->len > 0;
+}
+
+/* Drive d's shard file for p[0..len) as codec.h defines it, built block by block with
+ * cn_codec_encode (which copies each block into its own shard buffers): per block, the
+ * hash then the bytes of shard dist[d]. */
+static void expected_shard_file(size_t n, unsigned m, const char *key, const unsigned char *p,
+                                size_t len, size_t d, cn_buf *out)
+{
+	cn_codec *c;
+	CN_ASSERT(cn_codec_new((unsigned)n - m, m, &c) == CN_OK);
+	uint8_t dist[CN_EC_MAX_DRIVES];
+	cn_codec_dist("bkt", key, strlen(key), (unsigned)n, dist);
+	size_t full = cn_codec_shard_len(c, CN_EC_BLOCK_SIZE);
+	unsigned char *buf = malloc(n * full), *ptr[CN_EC_MAX_DRIVES];
+	unsigned char hashes[CN_EC_MAX_DRIVES][CN_CODEC_HASH_LEN];
+	CN_ASSERT(buf);
+	out->len = 0;
+	for (size_t off = 0; off < len; off += CN_EC_BLOCK_SIZE) {
+		size_t bl = len - off < CN_EC_BLOCK_SIZE ? len - off : CN_EC_BLOCK_SIZE;
+		for (size_t j = 0; j < n; j++)
+			ptr[j] = buf + j * full;
+		CN_ASSERT(cn_codec_encode(c, p + off, bl, ptr, hashes) == CN_OK);
+		CN_ASSERT(cn_buf_append(out, hashes[dist[d]], CN_CODEC_HASH_LEN) == CN_OK);
+		CN_ASSERT(cn_buf_append(out, ptr[dist[d]], cn_codec_shard_len(c, bl)) == CN_OK);
+	}
+	free(buf);
+	cn_codec_free(c);
+}
+
+/* W1: the writer encodes each block in place and writes every drive the shard file the
+ * codec defines (checked against expected_shard_file), whether the bytes came through
+ * cn_ec_writer_write or were placed straight into the writer's block
+ * (cn_ec_writer_space/fill, in pieces that straddle blocks, mixed with plain writes); for
+ * sets whose k shards of a full block are longer than the block (16 drives EC:4, k = 12)
+ * or not, and tails of every kind (padding of the last data shard included). */
+TEST(test_writer_shard_files_match_the_codec)
+{
+	const size_t lens[] = { 200 * 1024, MiB, MiB + 1, 2 * MiB + 11, 3 * MiB + 5 };
+	unsigned char *p = pattern(3 * MiB + 5, 7);
+	const size_t ns[] = { 4, 6, 16 };
+	const unsigned ms[] = { 2, 1, 4 };
+	char root[64];
+	snprintf(root, sizeof root, "%s", base);
+	cn_buf a, b, want;
+	cn_buf_init(&a);
+	cn_buf_init(&b);
+	cn_buf_init(&want);
+	for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+		reset(true);
+		cn_ec_set *sets[2];
+		for (int v = 0; v < 2; v++) {
+			snprintf(base, sizeof base, "%.60s/%c", root, 'a' + v);
+			CN_ASSERT(mkdir(base, 0755) == 0);
+			sets[v] = open_set(ns[t], ms[t]);
+			CHECK_EQ_INT(cn_ec_make_vol(sets[v], "bkt"), CN_OK);
+		}
+		for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+			char key[32];
+			snprintf(key, sizeof key, "k%zu", li);
+			for (int v = 0; v < 2; v++) {
+				put_fill = v;
+				snprintf(base, sizeof base, "%.60s/%c", root, 'a' + v);
+				CHECK_EQ_INT(put(sets[v], key, p, lens[li], false), CN_OK);
+				CHECK_EQ_INT(check(sets[v], key, p, 0, lens[li], NULL), CN_OK);
+			}
+			for (size_t i = 0; i < ns[t]; i++) {
+				char ra[80], rb[80];
+				snprintf(ra, sizeof ra, "%s/a", root);
+				snprintf(rb, sizeof rb, "%s/b", root);
+				expected_shard_file(ns[t], ms[t], key, p, lens[li], i, &want);
+				CHECK(shard_file(ra, i, key, &a));
+				CHECK(shard_file(rb, i, key, &b));
+				CHECK_EQ_INT((long)a.len, (long)want.len);
+				CHECK_EQ_INT((long)b.len, (long)want.len);
+				CHECK(a.len == want.len && memcmp(a.p, want.p, a.len) == 0);
+				CHECK(b.len == want.len && memcmp(b.p, want.p, b.len) == 0);
+			}
+		}
+		for (int v = 0; v < 2; v++)
+			cn_ec_set_free(sets[v]);
+		snprintf(base, sizeof base, "%s", root);
+	}
+	put_fill = -1;
+	cn_buf_fini(&a);
+	cn_buf_fini(&b);
+	cn_buf_fini(&want);
+	free(p);
 }
 
 static const size_t sizes[] = { 0, 1, 128 * 1024 - 1, 128 * 1024 + 1, MiB - 1, MiB, MiB + 1,
@@ -1195,6 +1313,7 @@ int main(void)
 	cn_log_min = CN_LOG_ERROR + 1;
 	snprintf(base, sizeof base, "/tmp/cn_set_test.%d", (int)getpid());
 	RUN(test_roundtrip_all_shapes);
+	RUN(test_writer_shard_files_match_the_codec);
 	RUN(test_early_open_falls_back_to_parity);
 	RUN(test_ranges_and_quorum);
 	RUN(test_misses_count_only_from_drives_there);
