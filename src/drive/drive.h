@@ -93,9 +93,11 @@ typedef struct cn_drive_ops {
 	cn_err (*purge_vol)(cn_drive *d, const char *vol);
 	cn_err (*list_vols)(cn_drive *d, cn_drive_vol **out, size_t *n);
 
-	/* Writing: create_file makes tmp/<tmp_id>/<data_id>/<name> (folders as needed);
+	/* Writing: create_file makes <name> in the data folder of tmp_id (made as needed;
+	 * one per tmp_id, which becomes the key's folder's <data_id> at the commit);
 	 * write appends; close(keep=true) closes it, close(keep=false) discards it.
-	 * abort_tmp removes the whole tmp/<tmp_id> (ignores a missing one). */
+	 * abort_tmp removes whatever tmp_id has in tmp, its data folder and record (ignores
+	 * missing ones; nothing is left after a successful rename_data or move_data). */
 	cn_err (*create_file)(cn_drive *d, const char *tmp_id, const char *data_id,
 	                      const char *name, cn_drive_file **out);
 	cn_err (*file_write)(cn_drive_file *f, const void *p, size_t len);
@@ -103,10 +105,11 @@ typedef struct cn_drive_ops {
 	void (*abort_tmp)(cn_drive *d, const char *tmp_id);
 
 	/* The commit step: makes the key's folders (retrying when a concurrent delete removes
-	 * a parent), moves tmp/<tmp_id>/<data_id> into the key's folder (data_id NULL: inline
-	 * version, no data folder; the local drive then makes no folder for the key itself),
-	 * writes rec to a tmp file and renames it over the key's record, so readers see the
-	 * old record or the new one. Removes tmp/<tmp_id>. Not synced: call sync.
+	 * a parent), moves tmp_id's data folder into the key's folder as <data_id> (data_id
+	 * NULL: inline version, no data folder; the local drive then makes no folder for the
+	 * key itself), writes rec to a tmp file and renames it over the key's record, so
+	 * readers see the old record or the new one. On success nothing of tmp_id is left in
+	 * tmp; on failure it removes what there is (abort_tmp). Not synced: call sync.
 	 * The previous version's data folder stays: remove it with delete_data. */
 	cn_err (*rename_data)(cn_drive *d, const char *tmp_id, const char *data_id,
 	                      const char *vol, const char *key, const void *rec, size_t reclen);
@@ -173,9 +176,9 @@ typedef struct cn_drive_ops {
 	 *   lock and know the version exists on a quorum). */
 	cn_err (*version_write)(cn_drive *d, const char *vol, const char *key, const char *vid,
 	                        const void *rec, size_t reclen);
-	/* move_data: moves tmp/<tmp_id>/<data_id> into the key's folder (made as needed)
-	 *   without touching any record — healing a noncurrent version's data — and removes
-	 *   tmp/<tmp_id>. */
+	/* move_data: moves tmp_id's data folder into the key's folder as <data_id> (made as
+	 *   needed) without touching any record — healing a noncurrent version's data — and
+	 *   removes what else tmp_id has in tmp. */
 	cn_err (*move_data)(cn_drive *d, const char *tmp_id, const char *data_id, const char *vol,
 	                    const char *key);
 
@@ -191,9 +194,10 @@ typedef struct cn_drive_ops {
 	 * upload_list: upload_id NULL: the upload ids of vol (none when the vol has none);
 	 *   otherwise the file names in that upload (CN_ERR_NOT_FOUND when it is gone).
 	 *   *names: malloc'd array of malloc'd strings.
-	 * upload_take: moves tmp/<tmp_id>/<data_id>/<src> to the upload's <dst> (replacing)
-	 *   and removes tmp/<tmp_id>; CN_ERR_NOT_FOUND when the upload is gone.
-	 * upload_link: makes tmp/<tmp_id>/<data_id>/<dst> (folders as needed) share the
+	 * upload_take: moves <src> of tmp_id's data folder (create_file) to the upload's
+	 *   <dst> (replacing) and removes what tmp_id has in tmp; CN_ERR_NOT_FOUND when the
+	 *   upload is gone.
+	 * upload_link: makes <dst> in tmp_id's data folder (made as needed) share the
 	 *   upload's file <src> (a hard link: no data copied); CN_ERR_NOT_FOUND when src or
 	 *   the upload is missing.
 	 * upload_remove: removes the upload and everything in it (upload_id NULL: every upload

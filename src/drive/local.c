@@ -281,6 +281,14 @@ static bool decode_component(const char *name, const char **c)
  * so that concurrent writers do not all serialise on one folder's lock (perf showed the
  * kernel's directory rwsem as the top cost of small PUTs with a single tmp folder). */
 #define TMP_SHARDS 64
+/* A write's files in its tmp shard, named by its tmp id (32 hex, cn_drive_random_id):
+ * <tmp id>.d, the version's data folder (create_file; renamed into the key's folder as
+ * <data id> by rename_data or move_data), and <tmp id>.rec, its record until renamed over
+ * the key's. No folder per write: one made and removed per drive and PUT had cost a
+ * mkdir, an rmdir and a freed inode (which ext4 without a journal then skips, with a
+ * lookup, on every allocation for minutes: docs/PERF.md). */
+#define TMP_DATA ".d"
+#define TMP_REC ".rec"
 /* TMP_DIR "/<2 hex digits: hash of the id>/" tmp_id rest, built by hand: snprintf was
  * 1,300 instructions a call, once per drive per PUT (callgrind). */
 static void tmp_path(char *out, size_t cap, const char *tmp_id, const char *rest)
@@ -972,14 +980,10 @@ static cn_err local_create_file(cn_drive *dd, const char *tmp_id, const char *da
 	if (!id_ok(tmp_id) || !id_ok(data_id) || !id_ok(name))
 		return CN_ERR_INVALID;
 	char rest[256];
-	tmp_path(path, sizeof path, tmp_id, "");
+	tmp_path(path, sizeof path, tmp_id, TMP_DATA);
 	if (mkdirat(d->root_fd, path, 0755) < 0 && errno != EEXIST)
 		return map_errno(d, errno, "creating folder", path);
-	snprintf(rest, sizeof rest, "/%s", data_id);
-	tmp_path(path, sizeof path, tmp_id, rest);
-	if (mkdirat(d->root_fd, path, 0755) < 0 && errno != EEXIST)
-		return map_errno(d, errno, "creating folder", path);
-	snprintf(rest, sizeof rest, "/%s/%s", data_id, name);
+	snprintf(rest, sizeof rest, TMP_DATA "/%s", name);
 	tmp_path(path, sizeof path, tmp_id, rest);
 	cn_drive_file *f = calloc(1, sizeof *f);
 	if (!f)
@@ -1019,9 +1023,9 @@ static void local_abort_tmp(cn_drive *dd, const char *tmp_id)
 	char path[256];
 	if (!id_ok(tmp_id))
 		return;
-	tmp_path(path, sizeof path, tmp_id, "");
+	tmp_path(path, sizeof path, tmp_id, TMP_DATA);
 	remove_path(L(dd), path);
-	tmp_path(path, sizeof path, tmp_id, ".rec");
+	tmp_path(path, sizeof path, tmp_id, TMP_REC);
 	unlinkat(L(dd)->root_fd, path, 0);
 }
 
@@ -1091,25 +1095,18 @@ static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *da
 	 * folder that exists (the vol, or a prefix shared with other keys): nothing to make. */
 	char *mk = data_id ? kp.p : rp.p;
 	size_t mk_len = data_id ? kp.len : rdir;
-	if (data_id) {
-		/* the version's tmp folder exists (create_file): the record goes inside it */
-		char rest[256];
-		tmp_path(recsrc, sizeof recsrc, tmp_id, "/" REC_NAME);
-		snprintf(rest, sizeof rest, "/%s", data_id);
-		tmp_path(src, sizeof src, tmp_id, rest);
-	} else {
-		/* inline version: one file in tmp, no folder to make and remove; a pool file
-		 * when there is one (P1-P3) */
-		uint32_t id;
-		while (pool_take(d, &id)) {
-			pool_path(recsrc, sizeof recsrc, id);
-			recfd = openat(d->root_fd, recsrc, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
-			if (recfd >= 0)
-				break;
-		}
-		if (recfd < 0)
-			tmp_path(recsrc, sizeof recsrc, tmp_id, ".rec");
+	if (data_id) /* the version's data folder (create_file), moved into the key's folder */
+		tmp_path(src, sizeof src, tmp_id, TMP_DATA);
+	/* the record: one file in tmp, a pool file when there is one (P1-P3) */
+	uint32_t id;
+	while (pool_take(d, &id)) {
+		pool_path(recsrc, sizeof recsrc, id);
+		recfd = openat(d->root_fd, recsrc, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+		if (recfd >= 0)
+			break;
 	}
+	if (recfd < 0)
+		tmp_path(recsrc, sizeof recsrc, tmp_id, TMP_REC);
 	/* The record's fd stays open until after the renames: one fdatasync then commits the
 	 * file, the new folders and the renames in a single journal transaction, and the
 	 * folder fsyncs in sync() find it committed already (one commit per put, shared by
@@ -1169,9 +1166,6 @@ static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *da
 		pending_dir(d, kp.p, kp.len);
 		snprintf(dst, sizeof dst, "%s/%s", kp.p, data_id);
 		pending_dir(d, dst, strlen(dst));
-		/* the tmp folder is empty now */
-		tmp_path(src, sizeof src, tmp_id, "");
-		unlinkat(d->root_fd, src, AT_REMOVEDIR);
 	}
 	e = sync_fd(d, recfd, rp.p);
 	close(recfd);
@@ -1915,15 +1909,14 @@ static cn_err local_move_data(cn_drive *dd, const char *tmp_id, const char *data
                               const char *key)
 {
 	local_drive *d = L(dd);
-	char src[256], rest[256];
+	char src[256];
 	cn_buf kp;
 	if (!id_ok(tmp_id) || !id_ok(data_id))
 		return CN_ERR_INVALID;
 	cn_buf_init(&kp);
 	cn_err e = key_path(&kp, vol, key);
 	size_t klen = kp.len, vol_len = strlen(vol);
-	snprintf(rest, sizeof rest, "/%s", data_id);
-	tmp_path(src, sizeof src, tmp_id, rest);
+	tmp_path(src, sizeof src, tmp_id, TMP_DATA);
 	for (int tries = 0; !e; tries++) {
 		if (tries == 8) {
 			e = map_errno(d, ENOENT, "moving data into", kp.p);
@@ -2070,7 +2063,7 @@ static cn_err local_upload_take(cn_drive *dd, const char *tmp_id, const char *da
 	    !upload_path(to, sizeof to, vol, upload_id, dst) ||
 	    !upload_path(dir, sizeof dir, vol, upload_id, NULL))
 		return CN_ERR_INVALID;
-	snprintf(rest, sizeof rest, "/%s/%s", data_id, src);
+	snprintf(rest, sizeof rest, TMP_DATA "/%s", src);
 	tmp_path(from, sizeof from, tmp_id, rest);
 	cn_err e = CN_OK;
 	if (renameat(d->root_fd, from, d->root_fd, to) < 0)
@@ -2090,14 +2083,10 @@ static cn_err local_upload_link(cn_drive *dd, const char *vol, const char *uploa
 	if (!id_ok(tmp_id) || !id_ok(data_id) || !id_ok(dst) ||
 	    !upload_path(from, sizeof from, vol, upload_id, src))
 		return CN_ERR_INVALID;
-	tmp_path(to, sizeof to, tmp_id, "");
+	tmp_path(to, sizeof to, tmp_id, TMP_DATA);
 	if (mkdirat(d->root_fd, to, 0755) < 0 && errno != EEXIST)
 		return map_errno(d, errno, "creating folder", to);
-	snprintf(rest, sizeof rest, "/%s", data_id);
-	tmp_path(to, sizeof to, tmp_id, rest);
-	if (mkdirat(d->root_fd, to, 0755) < 0 && errno != EEXIST)
-		return map_errno(d, errno, "creating folder", to);
-	snprintf(rest, sizeof rest, "/%s/%s", data_id, dst);
+	snprintf(rest, sizeof rest, TMP_DATA "/%s", dst);
 	tmp_path(to, sizeof to, tmp_id, rest);
 	if (linkat(d->root_fd, from, d->root_fd, to, 0) < 0) {
 		if (errno == ENOENT)

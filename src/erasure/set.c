@@ -96,6 +96,7 @@ struct cn_ec_writer {
 	 * shard j of a block of len bytes starts at j * shard_len(len)), then m parity */
 	unsigned char *shards;
 	bool ok[CN_EC_MAX_DRIVES];          /* slot still writing */
+	bool done[CN_EC_MAX_DRIVES];        /* slot committed: nothing of it left in tmp */
 };
 
 struct cn_ec_reader {
@@ -842,7 +843,7 @@ static cn_err commit_slot(cn_ec_set *s, size_t d, const char *tmp_id, const char
 
 static cn_err commit(cn_ec_set *s, const char *tmp_id, const char *data_id, const char *vol,
                      const char *key, cn_ec_meta *m, unsigned k, unsigned mm, const uint8_t *dist,
-                     const bool *ok)
+                     const bool *ok, bool *done)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	if (s->n > 1 && slots_up(s, ok) < (size_t)k + (k == mm)) { /* E12 */
@@ -869,6 +870,8 @@ static cn_err commit(cn_ec_set *s, const char *tmp_id, const char *data_id, cons
 		}
 		fill_erasure_kd(m, k, mm, dist, s->n, i);
 		errs[i] = commit_slot(s, i, tmp_id, data_id, vol, key, m, &rec);
+		if (done)
+			done[i] = errs[i] == CN_OK; /* rename_data left nothing in tmp */
 	}
 	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* R1: after the renames */
 	if (added_part) {
@@ -889,8 +892,8 @@ cn_err cn_ec_writer_commit(cn_ec_writer *w, const char *vol, const char *key, cn
 	m->has_inline = false;
 	cn_strlcpy(m->data_id, w->data_id, sizeof m->data_id);
 	if (!coded(w->s))
-		return commit(w->s, w->tmp_id, w->data_id, vol, key, m, 1, 0, NULL, NULL);
-	return commit(w->s, w->tmp_id, w->data_id, vol, key, m, w->k, w->m, w->dist, w->ok);
+		return commit(w->s, w->tmp_id, w->data_id, vol, key, m, 1, 0, NULL, NULL, w->done);
+	return commit(w->s, w->tmp_id, w->data_id, vol, key, m, w->k, w->m, w->dist, w->ok, w->done);
 }
 
 void cn_ec_writer_abort(cn_ec_writer *w)
@@ -900,7 +903,7 @@ void cn_ec_writer_abort(cn_ec_writer *w)
 	for (size_t i = 0; i < w->s->n; i++) {
 		if (w->f[i])
 			D(w->s, i)->ops->file_close(w->f[i], false);
-		if (D(w->s, i))
+		if (D(w->s, i) && !w->done[i])
 			D(w->s, i)->ops->abort_tmp(D(w->s, i), w->tmp_id);
 	}
 	free(w->shards); /* w->block is its start (W1) */
@@ -950,7 +953,7 @@ cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec
 	m->data_id[0] = 0;
 	cn_drive_random_id(tmp_id);
 	if (!coded(s))
-		return commit(s, tmp_id, NULL, vol, key, m, 1, 0, NULL, NULL);
+		return commit(s, tmp_id, NULL, vol, key, m, 1, 0, NULL, NULL, NULL);
 	unsigned mm = parity_for(s, m->storage_class), k = (unsigned)s->n - mm;
 	cn_codec *c = codec_for(s, k, mm);
 	if (!c)
@@ -2617,7 +2620,7 @@ cn_err cn_ec_upload_commit(cn_ec_set *s, const char *vol, const char *upload_id,
 		cn_codec_dist(vol, key, strlen(key), (unsigned)s->n, dist);
 	cn_err e = reduce_quorum(errs, s->n, (size_t)k + (k == mm));
 	if (!e)
-		e = commit(s, tmp_id, m->data_id, vol, key, m, k, mm, coded(s) ? dist : NULL, ok);
+		e = commit(s, tmp_id, m->data_id, vol, key, m, k, mm, coded(s) ? dist : NULL, ok, NULL);
 	if (e)
 		for (size_t i = 0; i < s->n; i++)
 			if (D(s, i))

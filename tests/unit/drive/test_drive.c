@@ -372,7 +372,7 @@ TEST(test_sys_and_vols)
 	CHECK_EQ_INT(d->ops->create_file(d, "junk", "%d.x", "part.1", &f), CN_OK);
 	d->ops->file_close(f, true);
 	cn_drive_close(d);
-	CHECK(!tmp_find_empty("-name junk"));
+	CHECK(!tmp_find_empty("-name junk.d"));
 	CHECK_EQ_INT(cn_drive_local_open(base, false, &d), CN_OK);
 	CHECK(tmp_find_empty("") && exists(".cairn.sys/format"));
 	cn_buf_fini(&b);

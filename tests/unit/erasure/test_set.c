@@ -263,6 +263,10 @@ TEST(test_writer_shard_files_match_the_codec)
 				CHECK(b.len == want.len && memcmp(b.p, want.p, b.len) == 0);
 			}
 		}
+		/* committed writes leave nothing in any drive's tmp */
+		char cmd[200];
+		snprintf(cmd, sizeof cmd, "test -z \"$(find %s/?/d*/.cairn.sys/tmp -mindepth 2)\"", root);
+		CHECK(system(cmd) == 0);
 		for (int v = 0; v < 2; v++)
 			cn_ec_set_free(sets[v]);
 		snprintf(base, sizeof base, "%s", root);
