@@ -50,6 +50,12 @@
  *      progress to finish their renames (the split_wait the object layer gives: its key
  *      lock, C2) and reads again, a few times, before answering CN_ERR_QUORUM
  *      (read_quorum_recs). Without a split_wait it sleeps briefly instead.
+ *  E14. A coded writer encodes in place: its pending block is the start of its shard
+ *      buffer (k data shards of a full block's shard length, then m parity shards), so
+ *      data shard j of a block of len bytes is already at j * shard_len(len) and only the
+ *      last data shard's padding (fewer than k bytes) is zeroed before the parity is
+ *      computed; bodies may be read straight into it (cn_ec_writer_space/fill). The
+ *      shard files are the codec's (tests: test_writer_shard_files_match_the_codec).
  *  E5, E6: listing (below, "merged walks"); E8: name lists (below, union_names); E9:
  *      buckets (cn_ec_list_vols). */
 #include "erasure/codec.h"
@@ -92,7 +98,7 @@ struct cn_ec_writer {
 	uint8_t dist[CN_EC_MAX_DRIVES];
 	unsigned char *block;               /* pending bytes of the current block: = shards */
 	size_t blen;
-	/* W1: k data shards of a full block's shard_len (the block, encoded in place: data
+	/* E14: k data shards of a full block's shard_len (the block, encoded in place: data
 	 * shard j of a block of len bytes starts at j * shard_len(len)), then m parity */
 	unsigned char *shards;
 	bool ok[CN_EC_MAX_DRIVES];          /* slot still writing */
@@ -662,7 +668,7 @@ cn_err cn_ec_writer_new(cn_ec_set *s, const char *vol, const char *key, const ch
 		w->k = (unsigned)s->n - w->m;
 		w->c = codec_for(s, w->k, w->m);
 		cn_codec_dist(vol, key, strlen(key), (unsigned)s->n, w->dist);
-		/* W1: the block is the start of the shard buffer (blocks encode in place) */
+		/* E14: the block is the start of the shard buffer (blocks encode in place) */
 		size_t sl = w->c ? cn_codec_shard_len(w->c, CN_EC_BLOCK_SIZE) : 0;
 		w->shards = malloc(s->n * sl);
 		w->block = w->shards;
@@ -720,7 +726,7 @@ static cn_err flush_block(cn_ec_writer *w)
 	size_t full = cn_codec_shard_len(w->c, CN_EC_BLOCK_SIZE);
 	unsigned char *ptr[CN_EC_MAX_DRIVES];
 	unsigned char hashes[CN_EC_MAX_DRIVES][HASH_LEN];
-	/* W1: the block's bytes lie at the start of w->shards, so data shard j of this block
+	/* E14: the block's bytes lie at the start of w->shards, so data shard j of this block
 	 * (its bytes [j*sl, (j+1)*sl), the last padded with zeros) already starts at j*sl;
 	 * the parity shards go after the data area of a full block (k*full >= the block). */
 	for (size_t j = 0; j < n; j++)
@@ -906,7 +912,7 @@ void cn_ec_writer_abort(cn_ec_writer *w)
 		if (D(w->s, i) && !w->done[i])
 			D(w->s, i)->ops->abort_tmp(D(w->s, i), w->tmp_id);
 	}
-	free(w->shards); /* w->block is its start (W1) */
+	free(w->shards); /* w->block is its start (E14) */
 	free(w);
 }
 

@@ -214,7 +214,7 @@ static void expected_shard_file(size_t n, unsigned m, const char *key, const uns
 	cn_codec_free(c);
 }
 
-/* W1: the writer encodes each block in place and writes every drive the shard file the
+/* E14: the writer encodes each block in place and writes every drive the shard file the
  * codec defines (checked against expected_shard_file), whether the bytes came through
  * cn_ec_writer_write or were placed straight into the writer's block
  * (cn_ec_writer_space/fill, in pieces that straddle blocks, mixed with plain writes); for
