@@ -491,8 +491,10 @@ static void simple_reply(cn_conn *c, int status)
 	cn_conn_write(c, buf, (size_t)n);
 }
 
-/* After the handler: can the connection carry another request? */
-static bool finish(cn_http_exchange *x)
+/* After the handler: can the connection carry another request? KEEP, or CLOSE, or
+ * DRAIN_CLOSE when the client may still be sending a body we did not read (net.h): a
+ * plain close would then reset the connection under the response. */
+static cn_conn_verdict finish(cn_http_exchange *x)
 {
 	if (!x->head_built) {
 		cn_log(CN_LOG_ERROR, x->reqid, "handler sent no response; answering 500");
@@ -502,16 +504,20 @@ static bool finish(cn_http_exchange *x)
 	} else if (!x->head_sent) {
 		flush_head(x, NULL, 0, false);
 	}
-	if (x->io_error || x->close || !x->req.keep_alive)
-		return false;
+	if (x->io_error)
+		return CN_CONN_CLOSE;
 	if (!x->is_head && x->resp_len >= 0 && x->resp_sent != x->resp_len)
-		return false; /* short response: framing is broken, close */
+		return CN_CONN_CLOSE; /* short response: framing is broken, close */
 	bool has_body = x->req.chunked || x->req.content_length > 0;
-	if (has_body && !x->body_done) {
+	bool unread = has_body && !x->body_done;
+	cn_conn_verdict close = unread ? CN_CONN_DRAIN_CLOSE : CN_CONN_CLOSE;
+	if (x->close || !x->req.keep_alive)
+		return close;
+	if (unread) {
 		if (x->req.expect_continue && !x->body_started)
-			return false; /* the client may or may not send the body: close */
+			return close; /* the client may or may not send the body: close */
 		if (!x->req.chunked && x->body_left > DRAIN_MAX)
-			return false;
+			return close;
 		char tmp[16384];
 		size_t drained = 0;
 		for (;;) {
@@ -519,13 +525,13 @@ static bool finish(cn_http_exchange *x)
 			if (r == 0)
 				break;
 			if (r < 0)
-				return false;
+				return x->io_error ? CN_CONN_CLOSE : close;
 			drained += (size_t)r;
 			if (drained > DRAIN_MAX)
-				return false;
+				return close;
 		}
 	}
-	return true;
+	return CN_CONN_KEEP;
 }
 
 /* Serves the request whose head is buffered at c->off. Returns CN_CONN_KEEP/CLOSE, or
@@ -577,7 +583,9 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, void *ctx, bool 
 	cn_buf_init(&x.obuf);
 
 	h(ctx, &x);
-	bool keep = finish(&x);
+	cn_conn_verdict verdict = finish(&x);
+	if (inline_mode && verdict == CN_CONN_DRAIN_CLOSE)
+		verdict = CN_CONN_CLOSE; /* inline requests have no body (above) */
 	/* A small read the inline handler would have taken (net.h: loop_next). Only up to
 	 * LOOP_NEXT_MAX: for larger reads the thread hand-off is a smaller share of the cost
 	 * and serving them on workers spreads them over the cores (measured: 64 KiB GETs were
@@ -603,7 +611,7 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, void *ctx, bool 
 		c->out_off = 0;
 		c->out_len = x.obuf.len;
 	}
-	return keep ? CN_CONN_KEEP : CN_CONN_CLOSE;
+	return verdict;
 }
 
 int cn_http_serve(struct cn_conn *c, cn_http_handler h, void *ctx)

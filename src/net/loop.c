@@ -10,7 +10,10 @@
  *  3. Every connection the loop owns has a deadline: idle timeout while IDLE, header
  *     timeout from the first byte of a head while HEAD. The loop closes expired ones.
  *  4. The work queue holds at most max_queue connections; beyond that the loop answers
- *     503 SlowDown and closes (never an unbounded queue, never a reset). */
+ *     503 SlowDown and closes (never an unbounded queue, never a reset).
+ *  5. A connection closed while its peer may still be sending (LINGER: a body answered
+ *     early, a refused head) is first shut for writing, then only read and discarded by
+ *     the loop until EOF or its bounds (net.h: CN_CONN_DRAIN_CLOSE); it never serves again. */
 #include "net/net.h"
 
 #include <arpa/inet.h>
@@ -31,7 +34,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-enum { ST_IDLE, ST_HEAD, ST_QUEUED, ST_BUSY, ST_WRITE };
+enum { ST_IDLE, ST_HEAD, ST_QUEUED, ST_BUSY, ST_WRITE, ST_DRAIN };
 #define INLINE_BATCH 16
 #define HEAD_BUF_INIT 8192
 
@@ -144,12 +147,57 @@ static const char slowdown[] =
 	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code>"
 	"<Message>Please reduce your request rate.</Message><RequestId></RequestId></Error>";
 
+/* Loop thread: invariant 5. The connection's write side is already shut. */
+static void start_drain(cn_net *n, cn_conn *c)
+{
+	free(c->buf);
+	c->buf = NULL;
+	c->cap = c->off = c->len = c->scanned = 0;
+	free(c->out);
+	c->out = NULL;
+	c->out_off = c->out_len = 0;
+	c->state = ST_DRAIN;
+	int64_t now = cn_mono_ms();
+	c->drain_end_ms = now + CN_DRAIN_TOTAL_MS;
+	c->drain_bytes = 0;
+	c->deadline_ms = now + CN_DRAIN_WAIT_MS;
+	set_events(n, c, EV_IN);
+}
+
+/* Loop thread: a draining connection is readable: discard; close at EOF or a bound. */
+static void on_drain_readable(cn_net *n, cn_conn *c)
+{
+	char sink[16384];
+	for (int i = 0; i < 64; i++) { /* then back to the loop: others wait too */
+		ssize_t r = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
+		if (r > 0) {
+			c->drain_bytes += r;
+			if (c->drain_bytes > CN_DRAIN_MAX_BYTES)
+				goto done;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		goto done; /* EOF or an error */
+	}
+	int64_t now = cn_mono_ms();
+	if (now >= c->drain_end_ms)
+		goto done;
+	c->deadline_ms = now + CN_DRAIN_WAIT_MS < c->drain_end_ms ? now + CN_DRAIN_WAIT_MS
+	                                                            : c->drain_end_ms;
+	return;
+done:
+	conn_close(n, c);
+}
+
 static void reply_and_close(cn_net *n, cn_conn *c, const char *msg, size_t len)
 {
 	ssize_t w = send(c->fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	(void)w;
 	shutdown(c->fd, SHUT_WR);
-	conn_close(n, c);
+	start_drain(n, c); /* the rest of the request may still be coming (invariant 5) */
 }
 
 static void dispatch(cn_net *n, cn_conn *c)
@@ -417,6 +465,10 @@ static void on_back(cn_net *n)
 			conn_close(n, c);
 			continue;
 		}
+		if (c->drain_close) { /* the worker shut it for writing (CN_CONN_DRAIN_CLOSE) */
+			start_drain(n, c);
+			continue;
+		}
 		park(n, c);
 	}
 }
@@ -427,7 +479,8 @@ static void expire(cn_net *n)
 	cn_conn *c = n->all;
 	while (c) {
 		cn_conn *next = c->next;
-		if ((c->state == ST_IDLE || c->state == ST_HEAD || c->state == ST_WRITE) &&
+		if ((c->state == ST_IDLE || c->state == ST_HEAD || c->state == ST_WRITE ||
+		     c->state == ST_DRAIN) &&
 		    c->deadline_ms < now) {
 			if (c->state == ST_HEAD) {
 				cn_log(CN_LOG_INFO, NULL, "closing %s: request head not complete within %d ms",
@@ -525,6 +578,9 @@ static void *worker_main(void *arg)
 		if (v == CN_CONN_CLOSE) {
 			close(c->fd); /* closing removes it from epoll */
 			c->fd = -1;
+		} else if (v == CN_CONN_DRAIN_CLOSE) {
+			shutdown(c->fd, SHUT_WR); /* the response is out: FIN now, the loop drains */
+			c->drain_close = true;
 		}
 		pthread_mutex_lock(&n->mu);
 		n->busy--;
@@ -663,6 +719,8 @@ cn_err cn_net_run(cn_net *n, int grace_ms)
 				on_back(n);
 			else if (((cn_conn *)p)->state == ST_WRITE)
 				on_writable(n, p, evs[i].events);
+			else if (((cn_conn *)p)->state == ST_DRAIN)
+				on_drain_readable(n, p);
 			else
 				on_readable(n, p, evs[i].events);
 		}

@@ -36,11 +36,24 @@ typedef struct cn_conn {
 	 * back to the loop instead of lingering on it, so that the client's next small reads
 	 * are served inline: measured ~35 vs ~20 µs of server CPU per 4 KiB GET (docs/PERF.md). */
 	bool loop_next;
+	bool drain_close;     /* the worker answered CN_CONN_DRAIN_CLOSE (loop.c: start_drain) */
+	int64_t drain_end_ms; /* loop-private: the drain ends by then at the latest */
+	int64_t drain_bytes;  /* loop-private: bytes discarded so far */
 } cn_conn;
 
 /* What a handler tells the loop. CN_CONN_DEFER (inline handler only): this request must
- * run on a worker; nothing was consumed or sent, the head is still buffered. */
-typedef enum { CN_CONN_KEEP, CN_CONN_CLOSE, CN_CONN_DEFER } cn_conn_verdict;
+ * run on a worker; nothing was consumed or sent, the head is still buffered.
+ * CN_CONN_DRAIN_CLOSE (worker handler only): close, but the peer may still be sending (a
+ * request body answered early and not read): the connection is shut for writing (FIN
+ * after the response) and handed to the loop, which reads and discards what arrives until
+ * the peer closes, at most CN_DRAIN_WAIT_MS between reads and CN_DRAIN_TOTAL_MS or
+ * CN_DRAIN_MAX_BYTES in all, then closes. Closing at once with unread bytes in the
+ * socket makes the kernel send a reset, which can destroy the response before the
+ * client reads it (nginx's lingering_close does the same for the same reason). */
+typedef enum { CN_CONN_KEEP, CN_CONN_CLOSE, CN_CONN_DEFER, CN_CONN_DRAIN_CLOSE } cn_conn_verdict;
+#define CN_DRAIN_WAIT_MS 5000
+#define CN_DRAIN_TOTAL_MS 30000
+#define CN_DRAIN_MAX_BYTES ((int64_t)256 << 20)
 /* Called on a worker thread with a connection whose buffer holds a complete request head
  * at buf[off]. Serves one or more requests; returns KEEP to park the connection again. */
 typedef cn_conn_verdict (*cn_net_handler)(void *ctx, cn_conn *c);

@@ -302,6 +302,45 @@ def test_error_before_body_keeps_or_announces_close(server, bucket, expect):
     assert reused or announced, "connection closed after the error without Connection: close"
 
 
+@pytest.mark.parametrize("size", [3 * 1024 * 1024, 24 * 1024 * 1024])
+def test_error_before_large_body_reaches_the_client(server, bucket, size):
+    """An error answered before a large body was read (here an unsigned PUT, 403), the body
+    sent whole without Expect: 100-continue, as clients without it do. The server closes
+    (too much to skip), but must not reset the connection under its answer: it sends the
+    403, then reads and discards the rest until the client is done (a lingering close).
+    Closing at once with unread bytes makes the kernel send a reset, and the client then
+    sees "connection reset" instead of the 403 (CI saw boto3 do so on a 503)."""
+    path = f"/{bucket}/early-error-large"
+    s = _sock(server, timeout=20)
+    s.sendall(f"PUT {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {size}\r\n\r\n".encode())
+    time.sleep(0.3)  # the server answers from the head alone, before the body arrives
+    chunk = b"x" * (1 << 20)
+    sent = 0
+    send_error = None
+    try:
+        while sent < size:
+            sent += s.send(chunk[: min(len(chunk), size - sent)])
+    except OSError as e:
+        send_error = e
+    got = b""
+    read_error = None
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+    except OSError as e:
+        read_error = e
+    s.close()
+    assert send_error is None and read_error is None, (send_error, read_error, got[:200])
+    assert _status(got) == 403, got[:300]
+    head, body = got.split(b"\r\n\r\n", 1)
+    assert b"connection: close" in head.lower()
+    assert b"<Code>AccessDenied</Code>" in body
+    assert sent == size
+
+
 @pytest.mark.parametrize("what", ["one-64k-header", "many-headers", "long-url"])
 def test_oversized_head(server, what):
     s = _sock(server)
