@@ -1631,15 +1631,18 @@ cn_err cn_obj__recv(cn_obj_store *s, cn_ec_set *set, const char *bucket, const c
 	*w = NULL;
 	*total = 0;
 	*inline_data = false;
-	/* The first read (up to IO_BUF) goes to buf: it decides whether the body is inline,
-	 * and the writer is made after it, as before zero-copy reads. (A first read of only
-	 * inline_max + 1 bytes left 1.9 MiB of a 2 MiB PUT refused 503 for want of write
-	 * quorum unread; the HTTP layer closes rather than drain more than 1 MiB, and one
-	 * CI run's client saw the connection reset instead of the 503.) Past it, the body is
-	 * read straight into the erasure writer's block (no copy) where the set has one. */
+	/* The first read (inline_max + 1 bytes) decides whether the body is inline; past it,
+	 * the body is read straight into the erasure writer's block (no copy) where the set
+	 * has one. A PUT refused after it (503, no write quorum) leaves most of its body
+	 * unread: the HTTP layer then closes with a drain (net.h CN_CONN_DRAIN_CLOSE), so the
+	 * client still reads the 503 (14fce24 had gone back to a 1 MiB first read for that). */
+	if (!allow_inline && (e = cn_ec_writer_new(set, bucket, key, storage_class, w)))
+		return e;
 	for (bool first = true;; first = false) {
 		unsigned char *dst = buf;
 		size_t cap = IO_BUF;
+		if (allow_inline && first && (size_t)s->cfg.inline_max < cap)
+			cap = (size_t)s->cfg.inline_max + 1;
 		unsigned char *wp;
 		size_t space = *w ? cn_ec_writer_space(*w, &wp) : 0;
 		if (space) {
