@@ -9,6 +9,7 @@
  * request errors (one line on stderr), including a stream cut before its last line. */
 #include "cli/cli.h"
 #include "client/client.h"
+#include "s3/auth.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #define LINE_MAX_BYTES (1 << 20)  /* one ndjson line; longer is a broken stream */
@@ -26,6 +28,7 @@ static void admin_usage(FILE *f)
 	fprintf(f,
 	        "usage: cairn admin info [--json] [--host H:P]\n"
 	        "       cairn admin heal [--dry-run] [BUCKET[/PREFIX]] [--host H:P]\n"
+	        "       cairn admin prometheus generate [--node] [--host H:P]\n"
 	        "\n"
 	        "  info    the deployment: layout, parity, every drive online, offline or suspended\n"
 	        "          (another slot's format, or a disk not mounted) with its free space,\n"
@@ -34,6 +37,10 @@ static void admin_usage(FILE *f)
 	        "  heal    rebuild missing or corrupt copies of every object (or of BUCKET, or of\n"
 	        "          BUCKET/PREFIX); --dry-run only counts the damaged ones. Exit 0 when nothing\n"
 	        "          failed, 1 when some objects could not be healed, 2 on usage or connection errors\n"
+	        "  prometheus generate\n"
+	        "          print a Prometheus scrape config for the server's metrics (/minio/v2/metrics/\n"
+	        "          cluster, or node with --node) with a bearer token signed by the credentials\n"
+	        "          below, valid for 100 years (as mc admin prometheus generate); no request is made\n"
 	        "\n"
 	        "flags: --host H:P (default 127.0.0.1:9000, or CAIRN_ADMIN_HOST; http(s):// allowed)\n"
 	        "       --access-key K --secret-key S (default CAIRN_ROOT_USER/CAIRN_ROOT_PASSWORD,\n"
@@ -467,6 +474,70 @@ static bool is_url(const char *a)
 	return !strncmp(a, "http://", 7) || !strncmp(a, "https://", 8);
 }
 
+/* `cairn admin prometheus generate`: the scrape config, made locally (MinIO's mc does the
+ * same): the token is an HS512 JWT of the access key (s3/jwt.c), which the server checks. */
+static int admin_prometheus(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "generate")) {
+		fprintf(stderr, "cairn admin prometheus: usage: cairn admin prometheus generate [--node] [--host H:P]\n");
+		return 2;
+	}
+	const char *host = getenv("CAIRN_ADMIN_HOST");
+	const char *ak = NULL, *sk = NULL;
+	bool node = false;
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		const char **dst = !strcmp(a, "--host") ? &host
+		                   : !strcmp(a, "--access-key") ? &ak
+		                   : !strcmp(a, "--secret-key") ? &sk : NULL;
+		if (dst && i + 1 < argc) {
+			*dst = argv[++i];
+		} else if (!strcmp(a, "--node")) {
+			node = true;
+		} else if (a[0] != '-' && is_url(a)) {
+			host = a;
+		} else {
+			fprintf(stderr, "cairn admin prometheus generate: unexpected argument '%s'\n", a);
+			return 2;
+		}
+	}
+	if (!host || !host[0])
+		host = "127.0.0.1:9000";
+	if (!ak != !sk) {
+		fprintf(stderr, "cairn admin prometheus generate: give both --access-key and --secret-key\n");
+		return 2;
+	}
+	if (!ak) {
+		ak = env2("CAIRN_ROOT_USER", "MINIO_ROOT_USER");
+		sk = env2("CAIRN_ROOT_PASSWORD", "MINIO_ROOT_PASSWORD");
+		if (!ak || !sk)
+			ak = sk = "minioadmin";
+	}
+	const char *scheme = "http";
+	if (!strncmp(host, "https://", 8)) {
+		scheme = "https";
+		host += 8;
+	} else if (!strncmp(host, "http://", 7)) {
+		host += 7;
+	}
+	size_t hl = strcspn(host, "/");
+	char token[CN_JWT_MAX];
+	int64_t exp = (int64_t)time(NULL) + 100LL * 365 * 24 * 3600;
+	if (cn_jwt_sign(ak, sk, exp, token, sizeof token)) {
+		fprintf(stderr, "cairn admin prometheus generate: cannot make a token for access key '%s'\n", ak);
+		return 2;
+	}
+	printf("scrape_configs:\n"
+	       "- job_name: cairn-job\n"
+	       "  bearer_token: %s\n"
+	       "  metrics_path: /minio/v2/metrics/%s\n"
+	       "  scheme: %s\n"
+	       "  static_configs:\n"
+	       "  - targets: ['%.*s']\n",
+	       token, node ? "node" : "cluster", scheme, (int)hl, host);
+	return 0;
+}
+
 int cn_cli_admin(int argc, char **argv)
 {
 	if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h") || !strcmp(argv[0], "help")) {
@@ -474,9 +545,11 @@ int cn_cli_admin(int argc, char **argv)
 		return argc < 1 ? 2 : 0;
 	}
 	const char *cmd = argv[0];
+	if (!strcmp(cmd, "prometheus"))
+		return admin_prometheus(argc, argv);
 	bool info = !strcmp(cmd, "info"), heal = !strcmp(cmd, "heal");
 	if (!info && !heal) {
-		fprintf(stderr, "cairn admin: unknown command '%s' (info, heal)\n", cmd);
+		fprintf(stderr, "cairn admin: unknown command '%s' (info, heal, prometheus)\n", cmd);
 		return 2;
 	}
 	admin_opts o = { 0 };

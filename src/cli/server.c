@@ -86,6 +86,9 @@ static void server_usage(FILE *f)
 		"                                       an object, which is otherwise twice the time\n"
 		"                                       the object took (default 1s; 0: no pause,\n"
 		"                                       full speed; also MINIO_HEAL_MAX_SLEEP)\n"
+		"  CAIRN_PROMETHEUS_AUTH_TYPE=public    serve /minio/v2/metrics/{cluster,node} without a\n"
+		"                                       bearer token (default jwt: cairn admin prometheus\n"
+		"                                       generate makes one; also MINIO_...)\n"
 		"  CAIRN_RECORD_CACHE_MB                memory for recently read metadata records and\n"
 		"                                       small objects (default 1/64 of RAM, 64 MiB to\n"
 		"                                       1 GiB; 0: off; `cairn admin info` shows its use)\n"
@@ -234,6 +237,12 @@ int cn_cli_server(int argc, char **argv)
 	}
 	if (nargs == 0) {
 		fprintf(stderr, "cairn server: which folder should I serve? e.g. cairn server ./data\n");
+		return 2;
+	}
+	const char *pauth = env2("CAIRN_PROMETHEUS_AUTH_TYPE", "MINIO_PROMETHEUS_AUTH_TYPE");
+	if (pauth && strcmp(pauth, "jwt") && strcmp(pauth, "public")) {
+		fprintf(stderr, "cairn server: CAIRN_PROMETHEUS_AUTH_TYPE=%s: expected jwt (the default: "
+		                "metrics need a bearer token) or public\n", pauth);
 		return 2;
 	}
 	/* Lay the arguments out: pools of erasure sets and their parity (MinIO's rules). */

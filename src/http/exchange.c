@@ -28,6 +28,7 @@ struct cn_http_exchange {
 	/* body */
 	cn_reader body;
 	int64_t body_left;       /* Content-Length mode */
+	int64_t body_in;         /* body bytes handed to the handler or drained */
 	cn_http_chunked chunked;
 	bool body_started, body_done, continue_sent;
 	bool io_error;
@@ -119,6 +120,7 @@ static ssize_t body_read(cn_reader *rd, void *buf, size_t len)
 			return r;
 		}
 		x->body_left -= r;
+		x->body_in += r;
 		if (x->body_left == 0)
 			x->body_done = true;
 		return r;
@@ -144,8 +146,10 @@ static ssize_t body_read(cn_reader *rd, void *buf, size_t len)
 			x->io_error = true;
 			return -(ssize_t)CN_ERR_INVALID;
 		}
-		if (made > 0)
+		if (made > 0) {
+			x->body_in += (int64_t)made;
 			return (ssize_t)made;
+		}
 		if (x->chunked.done) {
 			x->body_done = true;
 			return 0;
@@ -209,6 +213,31 @@ void cn_http_resp_close(cn_http_exchange *x)
 bool cn_http_resp_started(cn_http_exchange *x)
 {
 	return x->head_built;
+}
+
+int cn_http_resp_status(cn_http_exchange *x)
+{
+	return x->status;
+}
+
+void cn_http_traffic(cn_http_exchange *x, int64_t *in, int64_t *out)
+{
+	*in = x->body_in;
+	*out = x->resp_sent;
+}
+
+bool cn_http_defer(cn_http_exchange *x)
+{
+	if (!x->inline_mode)
+		return false;
+	CN_ASSERT(!x->on_wire && !x->head_built);
+	x->deferred = true;
+	return true;
+}
+
+bool cn_http_deferred(cn_http_exchange *x)
+{
+	return x->deferred;
 }
 
 static __thread char date_cache[30];

@@ -161,6 +161,16 @@ cn_err cn_http_resp_send(cn_http_exchange *x, const void *body, size_t len);
 /* Asks that the connection close after this response. */
 void cn_http_resp_close(cn_http_exchange *x);
 bool cn_http_resp_started(cn_http_exchange *x); /* head already sent */
+/* The response status (0 before the handler chose one). */
+int cn_http_resp_status(cn_http_exchange *x);
+/* Body bytes so far: read from the request (decoded), and sent in the response. */
+void cn_http_traffic(cn_http_exchange *x, int64_t *in, int64_t *out);
+/* Inline (loop thread): asks for the request to be run again on a worker, where it may
+ * block (the handler must return at once, having sent nothing and changed nothing); returns
+ * true. On a worker: returns false and the handler goes on. */
+bool cn_http_defer(cn_http_exchange *x);
+/* True when this run of the handler was deferred (its output discarded; it runs again). */
+bool cn_http_deferred(cn_http_exchange *x);
 
 /* Serving a connection (worker thread): parses each buffered request head, runs h on an
  * exchange for it, finishes the body/response bookkeeping (drain or close), and repeats

@@ -123,4 +123,24 @@ cn_err cn_sigv4_canonical_request(const cn_http_req *req, cn_str signed_headers,
  * SignedHeaders list), CN_ERR_TOO_LARGE (> 256 query parameters or > 16 KiB result),
  * CN_ERR_NOMEM. */
 
+/* --- Bearer tokens for the metrics endpoint (s3/jwt.c) ------------------------------------
+ * What Prometheus sends to /minio/v2/metrics/... as MinIO defines it (`mc admin prometheus
+ * generate`): "Authorization: Bearer <JWT>", a JSON Web Token (RFC 7519) signed with
+ * HMAC-SHA512 ("alg":"HS512") by the secret key of the access key in its "sub" claim, with
+ * an "exp" claim (seconds since the epoch) and "iss":"prometheus".
+ *
+ * cn_jwt_sign writes the token for (access_key, secret, exp_s) into out (NUL-terminated;
+ * CN_ERR_TOO_LARGE when cap is short, CN_ERR_INVALID for an access key with '"' or '\' or
+ * control bytes). cn_jwt_verify checks a token given as untrusted bytes: three base64url
+ * parts, a header whose "alg" is HS512 (anything else, "none" included, is refused), a
+ * payload with a string "sub" the lookup knows and a numeric "exp" later than now_s, and
+ * the signature (constant-time compare). Returns CN_AUTH_OK and copies "sub" into
+ * access_key (cap 129), CN_AUTH_MALFORMED for a token that does not parse,
+ * CN_AUTH_UNKNOWN_KEY, CN_AUTH_SIGNATURE_MISMATCH, or CN_AUTH_EXPIRED. No allocation
+ * beyond jansson's for the two small JSON parts; tokens over 8 KiB are malformed. */
+#define CN_JWT_MAX 8192
+cn_err cn_jwt_sign(const char *access_key, const char *secret, int64_t exp_s, char *out, size_t cap);
+cn_auth_err cn_jwt_verify(cn_str token, cn_auth_lookup lookup, void *lookup_ctx, int64_t now_s,
+                          char access_key[129]);
+
 #endif

@@ -600,6 +600,13 @@ static void not_implemented(cn_s3_req *r, const char *what)
 	cn_s3_error(r, CN_S3_NotImplemented, msg);
 }
 
+/* Names the API for the metrics (r->api), then runs its handler. */
+#define CALL(which, handler)                                                                   \
+	do {                                                                                   \
+		r->api = (which);                                                              \
+		handler(r);                                                                    \
+	} while (0)
+
 static void route(cn_s3_req *r)
 {
 	cn_str m = r->h->method;
@@ -611,18 +618,18 @@ static void route(cn_s3_req *r)
 	}
 	if (!r->bucket[0]) {
 		if (get)
-			cn_s3_list_buckets(r);
+			CALL(CN_S3_API_listbuckets, cn_s3_list_buckets);
 		else
 			cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
 		return;
 	}
 	if (!r->key[0] && (cn_s3_query(r, "versioning") || cn_s3_query(r, "versions"))) {
 		if (get && cn_s3_query(r, "versioning"))
-			cn_s3_get_bucket_versioning(r);
+			CALL(CN_S3_API_getbucketversioning, cn_s3_get_bucket_versioning);
 		else if (put && cn_s3_query(r, "versioning"))
-			cn_s3_put_bucket_versioning(r);
+			CALL(CN_S3_API_putbucketversioning, cn_s3_put_bucket_versioning);
 		else if (get)
-			cn_s3_list_object_versions(r);
+			CALL(CN_S3_API_listobjectversions, cn_s3_list_object_versions);
 		else
 			cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
 		return;
@@ -649,33 +656,35 @@ static void route(cn_s3_req *r)
 	bool tagging = cn_s3_query(r, "tagging") != NULL;
 	if (!r->key[0]) {
 		if (tagging && get)
-			cn_s3_get_bucket_tagging(r);
+			CALL(CN_S3_API_getbuckettagging, cn_s3_get_bucket_tagging);
 		else if (tagging && put)
-			cn_s3_put_bucket_tagging(r);
+			CALL(CN_S3_API_putbuckettagging, cn_s3_put_bucket_tagging);
 		else if (tagging && del)
-			cn_s3_delete_bucket_tagging(r);
+			CALL(CN_S3_API_deletebuckettagging, cn_s3_delete_bucket_tagging);
 		else if (tagging)
 			cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
 		else if (get && cn_s3_query(r, "uploads"))
-			cn_s3_list_multipart_uploads(r);
+			CALL(CN_S3_API_listmultipartuploads, cn_s3_list_multipart_uploads);
 		else if (acl && get)
-			cn_s3_get_acl(r);
+			CALL(CN_S3_API_getbucketacl, cn_s3_get_acl);
 		else if (acl && put)
-			cn_s3_put_acl(r);
+			CALL(CN_S3_API_putbucketacl, cn_s3_put_acl);
 		else if (acl)
 			cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
 		else if (get && cn_s3_query(r, "location"))
-			cn_s3_get_bucket_location(r);
+			CALL(CN_S3_API_getbucketlocation, cn_s3_get_bucket_location);
+		else if (get && cn_s3_query(r, "list-type"))
+			CALL(CN_S3_API_listobjectsv2, cn_s3_list_objects);
 		else if (get)
-			cn_s3_list_objects(r);
+			CALL(CN_S3_API_listobjectsv1, cn_s3_list_objects);
 		else if (put)
-			cn_s3_create_bucket(r);
+			CALL(CN_S3_API_putbucket, cn_s3_create_bucket);
 		else if (head)
-			cn_s3_head_bucket(r);
+			CALL(CN_S3_API_headbucket, cn_s3_head_bucket);
 		else if (del)
-			cn_s3_delete_bucket(r);
+			CALL(CN_S3_API_deletebucket, cn_s3_delete_bucket);
 		else if (post && cn_s3_query(r, "delete"))
-			cn_s3_delete_objects(r);
+			CALL(CN_S3_API_deletemultipleobjects, cn_s3_delete_objects);
 		else if (post)
 			not_implemented(r, "POST object upload (browser form)");
 		else
@@ -684,37 +693,39 @@ static void route(cn_s3_req *r)
 	}
 	const char *upload_id = cn_s3_query(r, "uploadId");
 	if (tagging && get)
-		cn_s3_get_object_tagging(r);
+		CALL(CN_S3_API_getobjecttagging, cn_s3_get_object_tagging);
 	else if (tagging && put)
-		cn_s3_put_object_tagging(r);
+		CALL(CN_S3_API_putobjecttagging, cn_s3_put_object_tagging);
 	else if (tagging && del)
-		cn_s3_delete_object_tagging(r);
+		CALL(CN_S3_API_deleteobjecttagging, cn_s3_delete_object_tagging);
 	else if (tagging)
 		cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
 	else if (post && cn_s3_query(r, "uploads"))
-		cn_s3_create_multipart(r);
+		CALL(CN_S3_API_newmultipartupload, cn_s3_create_multipart);
 	else if (upload_id && put)
-		cn_s3_upload_part(r);          /* also UploadPartCopy (x-amz-copy-source) */
+		CALL(cn_s3_header(r, "x-amz-copy-source") ? CN_S3_API_copyobjectpart : CN_S3_API_putobjectpart,
+		     cn_s3_upload_part);   /* also UploadPartCopy (x-amz-copy-source) */
 	else if (upload_id && post)
-		cn_s3_complete_multipart(r);
+		CALL(CN_S3_API_completemultipartupload, cn_s3_complete_multipart);
 	else if (upload_id && del)
-		cn_s3_abort_multipart(r);
+		CALL(CN_S3_API_abortmultipartupload, cn_s3_abort_multipart);
 	else if (upload_id && get)
-		cn_s3_list_parts(r);
+		CALL(CN_S3_API_listobjectparts, cn_s3_list_parts);
 	else if (upload_id)
 		cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
 	else if (acl && get)
-		cn_s3_get_acl(r);
+		CALL(CN_S3_API_getobjectacl, cn_s3_get_acl);
 	else if (acl && put)
-		cn_s3_put_acl(r);
+		CALL(CN_S3_API_putobjectacl, cn_s3_put_acl);
 	else if (acl)
 		cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
 	else if (get || head)
-		cn_s3_get_object(r);
+		CALL(head ? CN_S3_API_headobject : CN_S3_API_getobject, cn_s3_get_object);
 	else if (put)
-		cn_s3_put_object(r);
+		CALL(cn_s3_header(r, "x-amz-copy-source") ? CN_S3_API_copyobject : CN_S3_API_putobject,
+		     cn_s3_put_object);
 	else if (del)
-		cn_s3_delete_object(r);
+		CALL(CN_S3_API_deleteobject, cn_s3_delete_object);
 	else
 		cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
 }
@@ -737,21 +748,54 @@ static bool health(cn_s3_server *s, cn_http_exchange *x, const cn_http_req *h)
 	return true;
 }
 
+/* After a request: its API's counters (relaxed atomics: a few adds per request). */
+static void count(cn_s3_server *s, cn_s3_req *r, bool rejected_auth, bool rejected_invalid)
+{
+	cn_http_exchange *x = r->x;
+	__atomic_sub_fetch(&s->inflight, 1, __ATOMIC_RELAXED);
+	if (cn_http_deferred(x))
+		return; /* runs again on a worker, counted there */
+	cn_s3_api_counters *c = &s->api[r->api];
+	__atomic_add_fetch(&c->requests, 1, __ATOMIC_RELAXED);
+	int st = cn_http_resp_status(x);
+	if (st >= 500)
+		__atomic_add_fetch(&c->errors_5xx, 1, __ATOMIC_RELAXED);
+	else if (st >= 400)
+		__atomic_add_fetch(&c->errors_4xx, 1, __ATOMIC_RELAXED);
+	if (rejected_auth)
+		__atomic_add_fetch(&s->rejected_auth, 1, __ATOMIC_RELAXED);
+	if (rejected_invalid)
+		__atomic_add_fetch(&s->rejected_invalid, 1, __ATOMIC_RELAXED);
+	int64_t in = 0, out = 0;
+	cn_http_traffic(x, &in, &out);
+	if (in > 0)
+		__atomic_add_fetch(&s->rx_bytes, (unsigned long long)in, __ATOMIC_RELAXED);
+	if (out > 0)
+		__atomic_add_fetch(&s->tx_bytes, (unsigned long long)out, __ATOMIC_RELAXED);
+}
+
+void cn_s3_req_init(cn_s3_req *r, cn_s3_server *s, cn_http_exchange *x)
+{
+	memset(r, 0, sizeof *r);
+	r->srv = s;
+	r->store = s->cfg.store;
+	r->x = x;
+	r->h = cn_http_request(x);
+	r->reqid = cn_http_request_id(x);
+	r->bucket = "";
+	r->key = "";
+	r->head = cn_str_eq_c(r->h->method, "HEAD");
+}
+
 void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x)
 {
 	const cn_http_req *h = cn_http_request(x);
-	if (health(s, x, h))
+	if (health(s, x, h) || cn_s3_metrics(s, x, h))
 		return;
+	__atomic_add_fetch(&s->inflight, 1, __ATOMIC_RELAXED);
+	bool rejected_auth = false, rejected_invalid = false;
 	cn_s3_req r;
-	memset(&r, 0, sizeof r);
-	r.srv = s;
-	r.store = s->cfg.store;
-	r.x = x;
-	r.h = h;
-	r.reqid = cn_http_request_id(x);
-	r.bucket = "";
-	r.key = "";
-	r.head = cn_str_eq_c(h->method, "HEAD");
+	cn_s3_req_init(&r, s, x);
 	cn_s3_code c = parse_target(&r);
 	if (!c)
 		c = parse_query(&r);
@@ -765,20 +809,25 @@ void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x)
 		};
 		cn_auth_err ae = cn_auth_check(&ac, h, cn_now_ms(), &r.auth);
 		if (ae != CN_AUTH_OK) {
+			rejected_auth = true;
 			cn_s3_error(&r, auth_code(ae), auth_message(ae, &r.auth));
 			goto out;
 		}
 		c = body_setup(&r);
 	}
 	if (c) {
+		rejected_invalid = true;
 		cn_s3_error(&r, c, NULL);
 		goto out;
 	}
-	if (!strcmp(r.bucket, "minio") && !strncmp(r.key, "admin/", 6))
+	if (!strcmp(r.bucket, "minio") && !strncmp(r.key, "admin/", 6)) {
+		r.api = CN_S3_API_admin;
 		cn_s3_admin(&r);
-	else
+	} else {
 		route(&r);
+	}
 out:
+	count(s, &r, rejected_auth, rejected_invalid);
 	body_teardown(&r);
 	arena_free(&r);
 }
@@ -789,6 +838,12 @@ cn_err cn_s3_new(const cn_s3_config *cfg, cn_s3_server **out)
 	if (!s)
 		return CN_ERR_NOMEM;
 	s->cfg = *cfg;
+	s->start_ms = cn_now_ms();
+	const char *auth = getenv("CAIRN_PROMETHEUS_AUTH_TYPE");
+	if (!auth || !*auth)
+		auth = getenv("MINIO_PROMETHEUS_AUTH_TYPE");
+	s->metrics_public = auth && !strcmp(auth, "public");
+	/* anything but jwt or public was refused by `cairn server` before */
 	*out = s;
 	return CN_OK;
 }

@@ -22,10 +22,44 @@ typedef enum cn_s3_code {
 	CN_S3__COUNT
 } cn_s3_code;
 
+/* The S3 APIs as the router tells them apart, named as MinIO's metrics label them
+ * (api="..." of minio_s3_requests_total); "other" is everything answered before or
+ * outside a handler (unimplemented sub-resources, wrong methods). */
+#define CN_S3_APIS(X)                                                                          \
+	X(other) X(listbuckets) X(getbucketversioning) X(putbucketversioning)                     \
+	X(listobjectversions) X(getbuckettagging) X(putbuckettagging) X(deletebuckettagging)      \
+	X(listmultipartuploads) X(getbucketacl) X(putbucketacl) X(getbucketlocation)              \
+	X(listobjectsv1) X(listobjectsv2) X(putbucket) X(headbucket) X(deletebucket)              \
+	X(deletemultipleobjects) X(getobjecttagging) X(putobjecttagging) X(deleteobjecttagging)   \
+	X(newmultipartupload) X(putobjectpart) X(copyobjectpart) X(completemultipartupload)       \
+	X(abortmultipartupload) X(listobjectparts) X(getobjectacl) X(putobjectacl) X(getobject)   \
+	X(headobject) X(putobject) X(copyobject) X(deleteobject) X(admin)
+typedef enum cn_s3_api {
+#define X(name) CN_S3_API_##name,
+	CN_S3_APIS(X)
+#undef X
+	CN_S3_API__COUNT
+} cn_s3_api;
+
+/* Request counters of one API (s3/metrics.c reads them; relaxed atomics). */
+typedef struct cn_s3_api_counters {
+	unsigned long long requests, errors_4xx, errors_5xx;
+} cn_s3_api_counters;
+
 struct cn_s3_server {
 	cn_s3_config cfg;
 	volatile int ready;
+	int64_t start_ms;        /* wall clock at cn_s3_new */
+	cn_s3_api_counters api[CN_S3_API__COUNT];
+	unsigned long long rx_bytes, tx_bytes;              /* request / response bodies */
+	unsigned long long inflight;                        /* S3 requests being served */
+	unsigned long long rejected_auth, rejected_invalid; /* refused before any handler */
+	bool metrics_public;     /* CAIRN_PROMETHEUS_AUTH_TYPE=public: no token needed */
 };
+
+/* s3/metrics.c: answers GET /minio/v2/metrics/{cluster,node} (true), or returns false for
+ * any other path. Runs before S3 authentication: it checks its own bearer token. */
+bool cn_s3_metrics(cn_s3_server *s, cn_http_exchange *x, const cn_http_req *h);
 
 typedef struct cn_s3_arena_block cn_s3_arena_block;
 
@@ -44,6 +78,7 @@ typedef struct cn_s3_req {
 	cn_auth_result auth;
 	bool head;             /* HEAD request: the exchange swallows body bytes */
 	bool vhost;            /* the bucket came from the Host header (--domain) */
+	cn_s3_api api;         /* set by the router before the handler (metrics) */
 	/* The request payload: HTTP framing removed, aws-chunked decoded and every chunk
 	 * signature checked, x-amz-content-sha256 verified at EOF. Reading it past a failure
 	 * returns the error; r->body_error then holds the precise S3 code and
@@ -59,6 +94,9 @@ typedef struct cn_s3_req {
 	cn_s3_arena_block *arena;
 	void *body_state;
 } cn_s3_req;
+
+/* A request context for x with no bucket, key or query yet (the router fills them). */
+void cn_s3_req_init(cn_s3_req *r, cn_s3_server *s, cn_http_exchange *x);
 
 /* Decoded query parameter, or NULL when absent. */
 const char *cn_s3_query(const cn_s3_req *r, const char *name);
