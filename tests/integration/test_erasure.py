@@ -3,7 +3,7 @@ folders (one pool, one set each by MinIO's rules; 16 drives also as 4 sets of 4 
 pools), objects of every size class (empty, 1 byte, inline threshold +-1, one block +-1,
 several blocks) read back whole and by ranges across block boundaries and checksummed; then
 up to M drive folders removed while running and after a restart, shard files and metadata
-records with flipped bytes: every read stays byte-exact. With M+1 drives gone requests fail
+records with flipped bytes, a drive turned read-only: every read stays byte-exact. With M+1 drives gone requests fail
 cleanly (503). Layout errors are refused at start with MinIO's message.
 
 The multi-drive tests skip themselves only while the server refuses multi-drive sets
@@ -843,3 +843,98 @@ def test_heal_removes_data_of_keys_without_records(need_multi_drive, drive_serve
     assert s3.get_object(Bucket=b, Key="k3")["Body"].read() == bodies["k3"]
     assert s3.get_object(Bucket=b, Key="s")["Body"].read() == bodies["s"]
     assert re.search(r"orphan data removed\s+0\b", heal(b))
+
+
+def tree_digest(folder):
+    """{relative path: sha256} of every file under folder, and every folder ("/" last)."""
+    out = {}
+    for base, dirs, files in os.walk(folder):
+        for d in dirs:
+            out[os.path.relpath(os.path.join(base, d), folder) + "/"] = ""
+        for f in files:
+            with open(os.path.join(base, f), "rb") as fh:
+                out[os.path.relpath(os.path.join(base, f), folder)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def test_drive_turned_read_only(need_multi_drive, drive_server, root):
+    """A drive whose filesystem turns read-only under the running server (as ext4 does with
+    errors=remount-ro; here a bind mount remounted ro): every GET stays byte-exact, PUTs of
+    every size class, an overwrite and a DELETE go on with the other three drives (write
+    quorum 3 of 4 at EC:2), and nothing on the read-only drive changes. Once it is writable
+    again, heal writes the copies it missed — checked on the drive itself and by reading
+    every object back from it plus one other drive only."""
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("needs root to bind-mount a drive read-only")
+    n = 4
+    drives = drive_dirs(root, n)
+    for d in drives:
+        os.makedirs(d)
+    ro = drives[1]
+    p = subprocess.run(["mount", "--bind", ro, ro], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {p.stderr.strip()}")
+    srv = None
+    try:
+        srv = drive_server([os.path.join(root, "d{1...4}")])
+        s3 = make_client(srv)
+        b = unique_bucket("ro")
+        s3.create_bucket(Bucket=b)
+        objs = put_all(s3, b, seed=31)
+        subprocess.run(["mount", "-o", "remount,bind,ro", ro], check=True)
+        with pytest.raises(OSError):
+            open(os.path.join(ro, "probe"), "w")
+        frozen = tree_digest(ro)
+        check_all(s3, b, objs)
+
+        rnd = random.Random(32)
+        changed = []
+        for i, size in enumerate([0, 1, 1000, INLINE + 1, MiB + 1, 3 * MiB + 5]):
+            key = f"while-ro/{i}"
+            objs[key] = rnd.randbytes(size)
+            s3.put_object(Bucket=b, Key=key, Body=objs[key])
+            changed.append(key)
+        over = f"obj/07-{MiB + 1}"
+        objs[over] = rnd.randbytes(2 * MiB + 7)
+        s3.put_object(Bucket=b, Key=over, Body=objs[over])
+        changed.append(over)
+        gone = "obj/02-%d" % (INLINE - 1)
+        s3.delete_object(Bucket=b, Key=gone)
+        del objs[gone]
+        check_all(s3, b, objs, ranges=False)
+        with pytest.raises(ClientError) as ei:
+            s3.head_object(Bucket=b, Key=gone)
+        assert err_code(ei.value)[1] == 404
+        assert tree_digest(ro) == frozen  # the read-only drive is untouched
+
+        subprocess.run(["mount", "-o", "remount,bind,rw", ro], check=True)
+        assert wait_until(lambda: json.loads(admin_cli(srv, "info", "--json"))["onlineDrives"] == n, 30)
+        # the drive's return starts a background scan, which may have healed it already;
+        # either way an explicit heal ends with nothing failed
+        out = admin_cli(srv, "heal", b)
+        assert re.search(r"objects failed +0$", out, re.M), out
+        for key in changed:  # the drive now holds a record of each, and shard files for large ones
+            assert record_of(ro, b, key), key
+            if len(objs[key]) > INLINE:
+                assert files_of(ro, b, key, "%d.*/part.1"), key
+
+        # read every object back from the healed drive plus one other (parity 2): remove
+        # two other drives' copies, restart (no record cache)
+        srv.stop()
+        for d in [x for x in drives if x != ro][:2]:
+            for key in objs:
+                *parents, leaf = key.split("/")
+                shutil.rmtree(os.path.join(d, b, *parents, leaf), ignore_errors=True)
+                rec = os.path.join(d, b, *parents, "%m." + leaf)
+                if os.path.exists(rec):
+                    os.unlink(rec)
+        srv.start()
+        s3 = make_client(srv)
+        check_all(s3, b, objs, ranges=False)
+        with pytest.raises(ClientError) as ei:
+            s3.head_object(Bucket=b, Key=gone)
+        assert err_code(ei.value)[1] in (404, 503)
+    finally:
+        if srv:
+            srv.stop()
+        subprocess.run(["umount", ro], check=False)
