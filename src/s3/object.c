@@ -1060,8 +1060,9 @@ void cn_s3_get_object(cn_s3_req *r)
 		                     (long long)(off + len - 1), (long long)info.size);
 	e = cn_http_resp_send_head(r->x, len);
 	if (e != CN_OK) {
-		cn_log(CN_LOG_INFO, r->reqid, "get %s/%s: sending head: %s", r->bucket, r->key,
-		       cn_err_str(e));
+		if (!cn_http_deferred(r->x)) /* a deferral is not a failure: a worker sends it */
+			cn_log(CN_LOG_INFO, r->reqid, "get %s/%s: sending head: %s", r->bucket, r->key,
+			       cn_err_str(e));
 		goto done;
 	}
 	if (!r->head && len > 0) {
