@@ -11,7 +11,7 @@
  *     timeout from the first byte of a head while HEAD. The loop closes expired ones.
  *  4. The work queue holds at most max_queue connections; beyond that the loop answers
  *     503 SlowDown and closes (never an unbounded queue, never a reset).
- *  5. A connection closed while its peer may still be sending (LINGER: a body answered
+ *  5. A connection closed while its peer may still be sending (DRAIN: a body answered
  *     early, a refused head) is first shut for writing, then only read and discarded by
  *     the loop until EOF or its bounds (net.h: CN_CONN_DRAIN_CLOSE); it never serves again. */
 #include "net/net.h"
