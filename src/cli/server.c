@@ -86,6 +86,9 @@ static void server_usage(FILE *f)
 		"                                       an object, which is otherwise twice the time\n"
 		"                                       the object took (default 1s; 0: no pause,\n"
 		"                                       full speed; also MINIO_HEAL_MAX_SLEEP)\n"
+		"  CAIRN_DRIVE_MAX_TIMEOUT              a drive call running longer takes the drive\n"
+		"                                       offline: requests skip it until a probe passes\n"
+		"                                       (default 30s; also MINIO_DRIVE_MAX_TIMEOUT)\n"
 		"  CAIRN_PROMETHEUS_AUTH_TYPE=public    serve /minio/v2/metrics/{cluster,node} without a\n"
 		"                                       bearer token (default jwt: cairn admin prometheus\n"
 		"                                       generate makes one; also MINIO_...)\n"
@@ -341,6 +344,7 @@ int cn_cli_server(int argc, char **argv)
 		.upload_cleanup_ms = env_duration("CAIRN_API_STALE_UPLOADS_CLEANUP_INTERVAL",
 		                                  "MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL"),
 		.heal_max_sleep_ms = env_heal_max_sleep(),
+		.drive_max_timeout_ms = env_duration("CAIRN_DRIVE_MAX_TIMEOUT", "MINIO_DRIVE_MAX_TIMEOUT"),
 	};
 	cn_obj_store *store = NULL;
 	cn_obj_pool_spec pspec[64];

@@ -268,6 +268,13 @@ void cn_drive_health_set_offline(cn_drive *d, const char *why);
 bool cn_drive_health_refused(cn_drive *d);
 /* True when d is a health wrapper that currently holds its drive offline. */
 bool cn_drive_health_offline(cn_drive *d);
+/* The calling thread must not wait for drives (the event loop serving a small read, net.h):
+ * while set, every call through a health wrapper answers CN_ERR_BUSY at once without
+ * touching the drive (info too; online answers from what is known), and the caller hands
+ * the request to a thread that may wait. CN_ERR_BUSY says nothing about the drive: it is
+ * never counted against it. Per thread; drives without a health wrapper (one-drive sets:
+ * nothing to skip to) are not covered. */
+void cn_drive_no_io(bool on);
 
 /* Statistics of the local drive's group commit (for benchmarks). */
 void cn_drive_local_sync_stats(cn_drive *d, uint64_t *barriers, uint64_t *flushes);

@@ -19,7 +19,16 @@
  *  W5. A refused drive (cn_drive_health_refuse: it holds another slot's or deployment's
  *      format) answers like an offline one, but no probe brings it back: only its owner
  *      admits it again. reopen, replaced and reading the "format" system file still reach
- *      it (they decide whether it stays refused); nothing else is read or written. */
+ *      it (they decide whether it stays refused); nothing else is read or written.
+ *  W6. Timed calls in progress are tracked (their start, in a slot of inflight[]); while
+ *      the drive is online the prober looks at them every stall/4 (10 ms to 1 s) and
+ *      takes the drive offline as soon as one has run longer than the stall limit, so a
+ *      drive that hangs is skipped by the next requests without waiting for the hung call
+ *      to return (W4: the callers already inside still wait). A call finding no free slot
+ *      (more than INFLIGHT_SLOTS at once) is judged when it returns only, as before. A
+ *      probe does not pass while such a call is still hung (no flapping back online).
+ *  W7. A thread in no-I/O mode (cn_drive_no_io) gets CN_ERR_BUSY from every call, before
+ *      anything else, and the drive is not judged by it. */
 #include "drive/drive.h"
 
 #include <pthread.h>
@@ -29,8 +38,15 @@
 #include <string.h>
 #include <time.h>
 
+#define INFLIGHT_SLOTS 64
+
+typedef struct hslot {
+	_Atomic int64_t t0; /* start of the call holding it (monotonic ms); 0: free */
+	char pad[56];       /* one cache line each: threads take different slots */
+} hslot;
+
 typedef struct hdrive {
-	cn_drive base;
+	cn_drive base; /* first: H() casts */
 	cn_drive *in;
 	cn_drive_health_cfg cfg;
 	atomic_bool offline;
@@ -41,6 +57,7 @@ typedef struct hdrive {
 	bool stop;
 	pthread_t prober;
 	bool started;
+	hslot inflight[INFLIGHT_SLOTS]; /* W6 */
 } hdrive;
 
 typedef struct hfile {
@@ -75,10 +92,37 @@ static void mark_offline(hdrive *d, const char *why)
 	}
 }
 
-/* W1: the verdict on one call. */
-static cn_err judge(hdrive *d, cn_err e, int64_t t0, const char *what)
+/* W6: a timed call's start, tracked in a slot while it runs (slot -1: none was free). */
+typedef struct htick {
+	int64_t t0;
+	int slot;
+} htick;
+
+static htick tick(hdrive *d)
 {
-	int64_t took = mono_ms() - t0;
+	static atomic_uint next_hint;
+	static __thread int hint = -1; /* a thread makes one call at a time: its own slot */
+	if (hint < 0)
+		hint = (int)(atomic_fetch_add(&next_hint, 1) % INFLIGHT_SLOTS);
+	htick t = { mono_ms(), -1 };
+	int64_t start = t.t0 > 0 ? t.t0 : 1;
+	for (int i = 0; i < INFLIGHT_SLOTS; i++) {
+		int j = (hint + i) % INFLIGHT_SLOTS;
+		int64_t free_ = 0;
+		if (atomic_compare_exchange_strong(&d->inflight[j].t0, &free_, start)) {
+			t.slot = j;
+			break;
+		}
+	}
+	return t;
+}
+
+/* W1: the verdict on one call (and W6: its slot freed). */
+static cn_err judge(hdrive *d, cn_err e, htick t, const char *what)
+{
+	if (t.slot >= 0)
+		atomic_store(&d->inflight[t.slot].t0, 0);
+	int64_t took = mono_ms() - t.t0;
 	if (e == CN_ERR_IO || e == CN_ERR_OFFLINE) {
 		char why[96];
 		snprintf(why, sizeof why, "%s failed: %s", what, cn_err_str(e));
@@ -91,8 +135,17 @@ static cn_err judge(hdrive *d, cn_err e, int64_t t0, const char *what)
 	return e;
 }
 
+static __thread bool no_io; /* W7 */
+
+void cn_drive_no_io(bool on)
+{
+	no_io = on;
+}
+
 #define GUARD(d)                                  \
 	do {                                          \
+		if (no_io)                                \
+			return CN_ERR_BUSY; /* W7 */          \
 		if (atomic_load(&(d)->offline) ||         \
 		    atomic_load(&(d)->refused))           \
 			return CN_ERR_OFFLINE; /* W2, W5 */   \
@@ -101,7 +154,7 @@ static cn_err judge(hdrive *d, cn_err e, int64_t t0, const char *what)
 #define CALL(d, what, expr)                       \
 	do {                                          \
 		GUARD(d);                                 \
-		int64_t _t0 = mono_ms();                  \
+		htick _t0 = tick(d);                      \
 		cn_err _e = (expr);                       \
 		return judge((d), _e, _t0, (what));       \
 	} while (0)
@@ -136,12 +189,14 @@ static void h_close(cn_drive *dd)
 static cn_err h_info(cn_drive *dd, cn_drive_info *out)
 {
 	hdrive *d = H(dd);
+	if (no_io)
+		return CN_ERR_BUSY; /* W7 */
 	if (atomic_load(&d->offline) || atomic_load(&d->refused)) {
 		memset(out, 0, sizeof *out);
 		out->outages = atomic_load(&d->outages);
 		return CN_OK; /* answered: online = false */
 	}
-	int64_t t0 = mono_ms();
+	htick t0 = tick(d);
 	cn_err e = d->in->ops->info(d->in, out);
 	judge(d, e, t0, "info");
 	if (e == CN_OK && !out->online)
@@ -160,6 +215,8 @@ static bool h_online(cn_drive *dd)
 		return false;
 	if (atomic_load(&d->refused))
 		return false;
+	if (no_io)
+		return true; /* W7: as far as is known */
 	if (d->in->ops->online) {
 		if (!d->in->ops->online(d->in)) {
 			mark_offline(d, "its folder is gone"); /* W1 */
@@ -196,8 +253,10 @@ static bool h_replaced(cn_drive *dd)
 static cn_err h_read_sys(cn_drive *dd, const char *name, size_t max, cn_buf *out)
 {
 	hdrive *d = H(dd);
+	if (no_io)
+		return CN_ERR_BUSY; /* W7 */
 	if (atomic_load(&d->refused) && !atomic_load(&d->offline) && strcmp(name, "format") == 0) {
-		int64_t t0 = mono_ms(); /* W5: what decides whether it stays refused */
+		htick t0 = tick(d); /* W5: what decides whether it stays refused */
 		return judge(d, d->in->ops->read_sys(d->in, name, max, out), t0, "read_sys");
 	}
 	CALL(d, "read_sys", d->in->ops->read_sys(d->in, name, max, out));
@@ -248,7 +307,7 @@ static cn_err h_create_file(cn_drive *dd, const char *tmp_id, const char *data_i
 	hfile *f = calloc(1, sizeof *f);
 	if (!f)
 		return CN_ERR_NOMEM;
-	int64_t t0 = mono_ms();
+	htick t0 = tick(d);
 	cn_err e = judge(d, d->in->ops->create_file(d->in, tmp_id, data_id, name, &f->in), t0, "create");
 	if (e) {
 		free(f);
@@ -262,14 +321,16 @@ static cn_err h_create_file(cn_drive *dd, const char *tmp_id, const char *data_i
 static cn_err h_file_write(cn_drive_file *ff, const void *p, size_t len)
 {
 	hfile *f = (hfile *)(void *)ff;
-	int64_t t0 = mono_ms();
+	if (no_io)
+		return CN_ERR_BUSY; /* W7 */
+	htick t0 = tick(f->d);
 	return judge(f->d, f->d->in->ops->file_write(f->in, p, len), t0, "write");
 }
 
 static cn_err h_file_close(cn_drive_file *ff, bool keep)
 {
 	hfile *f = (hfile *)(void *)ff;
-	int64_t t0 = mono_ms();
+	htick t0 = tick(f->d);
 	cn_err e = judge(f->d, f->d->in->ops->file_close(f->in, keep), t0, "close");
 	free(f);
 	return e;
@@ -278,7 +339,7 @@ static cn_err h_file_close(cn_drive_file *ff, bool keep)
 static void h_abort_tmp(cn_drive *dd, const char *tmp_id)
 {
 	hdrive *d = H(dd);
-	if (!atomic_load(&d->offline))
+	if (!atomic_load(&d->offline) && !no_io)
 		d->in->ops->abort_tmp(d->in, tmp_id);
 }
 
@@ -312,7 +373,7 @@ static cn_err h_open_data(cn_drive *dd, const char *vol, const char *key, const 
 	hrfile *f = calloc(1, sizeof *f);
 	if (!f)
 		return CN_ERR_NOMEM;
-	int64_t t0 = mono_ms();
+	htick t0 = tick(d);
 	cn_err e = judge(d, d->in->ops->open_data(d->in, vol, key, data_id, name, &f->in), t0, "open");
 	if (e) {
 		free(f);
@@ -326,7 +387,9 @@ static cn_err h_open_data(cn_drive *dd, const char *vol, const char *key, const 
 static cn_err h_rfile_read(cn_drive_rfile *ff, int64_t off, void *buf, size_t len, size_t *got)
 {
 	hrfile *f = (hrfile *)(void *)ff;
-	int64_t t0 = mono_ms();
+	if (no_io)
+		return CN_ERR_BUSY; /* W7 */
+	htick t0 = tick(f->d);
 	return judge(f->d, f->d->in->ops->rfile_read(f->in, off, buf, len, got), t0, "read");
 }
 static int h_rfile_fd(cn_drive_rfile *ff)
@@ -504,8 +567,22 @@ static const cn_drive_ops health_ops = {
 };
 
 /* W3: one probe of the inner drive. */
+/* W6: the longest a tracked call has been running (0: none). */
+static int64_t oldest_call_ms(hdrive *d)
+{
+	int64_t now = mono_ms(), oldest = 0;
+	for (int i = 0; i < INFLIGHT_SLOTS; i++) {
+		int64_t t0 = atomic_load(&d->inflight[i].t0);
+		if (t0 && now - t0 > oldest)
+			oldest = now - t0;
+	}
+	return oldest;
+}
+
 static bool probe(hdrive *d)
 {
+	if (d->cfg.stall_ms > 0 && oldest_call_ms(d) > d->cfg.stall_ms)
+		return false; /* W6: a call is still hung */
 	int64_t t0 = mono_ms();
 	cn_drive_info di;
 	static const char body[] = "cairn drive probe\n";
@@ -525,7 +602,26 @@ static void *prober(void *arg)
 	pthread_mutex_lock(&d->mu);
 	while (!d->stop) {
 		if (!atomic_load(&d->offline)) {
-			pthread_cond_wait(&d->cv, &d->mu);
+			if (d->cfg.stall_ms <= 0) {
+				pthread_cond_wait(&d->cv, &d->mu);
+				continue;
+			}
+			/* W6: watch the calls in progress */
+			int64_t every = d->cfg.stall_ms / 4;
+			every = every < 10 ? 10 : every > 1000 ? 1000 : every;
+			struct timespec ts;
+			cn_deadline_after_ms(every, &ts);
+			pthread_cond_timedwait(&d->cv, &d->mu, &ts);
+			if (d->stop || atomic_load(&d->offline))
+				continue;
+			int64_t oldest = oldest_call_ms(d);
+			if (oldest > d->cfg.stall_ms) {
+				char why[96];
+				snprintf(why, sizeof why, "a call has not returned for %lld ms", (long long)oldest);
+				pthread_mutex_unlock(&d->mu);
+				mark_offline(d, why);
+				pthread_mutex_lock(&d->mu);
+			}
 			continue;
 		}
 		struct timespec ts;

@@ -114,6 +114,7 @@ struct cn_ec_reader {
 	char vid[CN_EC_VERSION_ID_MAX + 1]; /* "" for the current version */
 	char data_id[CN_DRIVE_ID_MAX + 1];
 	bool degraded;              /* E3: some shard was missing or corrupt */
+	bool in_records;            /* the version's data is inline: reads need no drive */
 	/* plain */
 	unsigned char *inline_data; /* owned (or in inline_rec); NULL when the data is in files */
 	cn_ec_rec *inline_rec;      /* a reference: the shared record inline_data lies in */
@@ -1229,6 +1230,15 @@ static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, con
 		if (c >= rec_quorum(s, &ms[d]))
 			break;
 	}
+	/* W7 (drive.h cn_drive_no_io): a drive that could not be asked decides nothing, and
+	 * neither does this read: the caller runs it again where it may wait */
+	for (size_t d = 0; d < n; d++) {
+		if (errs[d] == CN_ERR_BUSY) {
+			for (size_t j = 0; j < n; j++)
+				cn_ec_rec_unref(partial[j]);
+			return CN_ERR_BUSY;
+		}
+	}
 	size_t best = n;
 	if (ordered) {
 		/* the first version, in reading order, to reach its quorum: the one the
@@ -1471,6 +1481,7 @@ static cn_err open_plain(cn_ec_reader *r, const char *vid, cn_ec_meta *m)
 			break;
 		r->size = m->size;
 		if (m->has_inline) {
+			r->in_records = true;
 			r->inline_data = m->inline_data;
 			r->inline_rec = m->inline_rec;
 			m->inline_data = NULL;
@@ -1744,6 +1755,7 @@ static cn_err open_coded(cn_ec_reader *r, const char *vid, bool full, cn_ec_meta
 			if (agree[d])
 				reader_take_slot(r, d, &ms[d]);
 		}
+		r->in_records = c->has_inline;
 		if (!c->has_inline)
 			e = reader_parts(r, c);
 		else {
@@ -1807,6 +1819,16 @@ cn_err cn_ec_open_version(cn_ec_set *s, const char *vol, const char *key, const 
                           cn_ec_meta *m, cn_ec_reader **out)
 {
 	return open_version(s, vol, key, vid, false, m, out);
+}
+
+bool cn_ec_reader_in_records(const cn_ec_reader *r)
+{
+	return r->in_records;
+}
+
+void cn_ec_no_io(bool on)
+{
+	cn_drive_no_io(on);
 }
 
 bool cn_ec_reader_degraded(const cn_ec_reader *r)

@@ -235,6 +235,11 @@ bool cn_http_defer(cn_http_exchange *x)
 	return true;
 }
 
+bool cn_http_inline(cn_http_exchange *x)
+{
+	return x->inline_mode;
+}
+
 bool cn_http_deferred(cn_http_exchange *x)
 {
 	return x->deferred;
@@ -525,6 +530,8 @@ static void simple_reply(cn_conn *c, int status)
  * plain close would then reset the connection under the response. */
 static cn_conn_verdict finish(cn_http_exchange *x)
 {
+	if (x->deferred)
+		return CN_CONN_KEEP; /* nothing was sent: a worker runs the request again */
 	if (!x->head_built) {
 		cn_log(CN_LOG_ERROR, x->reqid, "handler sent no response; answering 500");
 		x->status = 500;

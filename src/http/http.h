@@ -169,6 +169,8 @@ void cn_http_traffic(cn_http_exchange *x, int64_t *in, int64_t *out);
  * block (the handler must return at once, having sent nothing and changed nothing); returns
  * true. On a worker: returns false and the handler goes on. */
 bool cn_http_defer(cn_http_exchange *x);
+/* True when the handler runs on the loop thread (cn_http_serve_inline): it must not block. */
+bool cn_http_inline(cn_http_exchange *x);
 /* True when this run of the handler was deferred (its output discarded; it runs again). */
 bool cn_http_deferred(cn_http_exchange *x);
 

@@ -1109,7 +1109,7 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 					 * I/O error must not take the whole store offline) */
 					dv[d] = local;
 				} else if (!open_err[at]) { /* errors and stalls take it offline (drive.h) */
-					cn_drive_health_cfg hc = { 0 };
+					cn_drive_health_cfg hc = { .stall_ms = cfg->drive_max_timeout_ms };
 					if ((open_err[at] = cn_drive_health_wrap(local, &hc, &dv[d])))
 						cn_drive_close(local);
 				}
@@ -1118,7 +1118,7 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 					/* several drives: the slot holds the drive offline on a placeholder,
 					 * and the drive monitor takes it in once a folder is at its path */
 					cn_drive *absent = NULL, *wrapped = NULL;
-					cn_drive_health_cfg hc = { 0 };
+					cn_drive_health_cfg hc = { .stall_ms = cfg->drive_max_timeout_ms };
 					if (ps->set_size > 1 && cn_drive_local_open_absent(path, cfg->durable, &absent) == CN_OK) {
 						if (cn_drive_health_wrap(absent, &hc, &wrapped) == CN_OK) {
 							cn_drive_health_set_offline(wrapped, "it cannot be opened");
@@ -1879,6 +1879,16 @@ cn_err cn_obj_open(cn_obj_store *s, const char *bucket, const char *key, cn_obj_
 	cn_obj_reader_close(r);
 	cn_ec_meta_fini(&m);
 	return e;
+}
+
+void cn_obj_no_io(bool on)
+{
+	cn_ec_no_io(on);
+}
+
+bool cn_obj_reader_in_records(const cn_obj_reader *r)
+{
+	return r->r && cn_ec_reader_in_records(r->r);
 }
 
 cn_err cn_obj_read(cn_obj_reader *r, int64_t off, int64_t len, cn_writer *w)

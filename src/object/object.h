@@ -32,6 +32,9 @@ typedef struct cn_obj_config {
 	int64_t heal_max_sleep_ms; /* the background scan's pause after each object is twice
 	                              the time the object took, at most this (0: 1 s, as
 	                              MinIO's heal max_sleep; < 0: no pause, full speed) */
+	int64_t drive_max_timeout_ms; /* a drive call running longer takes the drive offline
+	                                 (drive.h health W1, W6; 0: 30 s, as MinIO's
+	                                 MINIO_DRIVE_MAX_TIMEOUT) */
 } cn_obj_config;
 
 /* A deployment's storage: pools of erasure sets of drive folders, as the cluster layer
@@ -147,6 +150,13 @@ cn_err cn_obj_stat(cn_obj_store *s, const char *bucket, const char *key, cn_obj_
 typedef struct cn_obj_reader cn_obj_reader;
 cn_err cn_obj_open(cn_obj_store *s, const char *bucket, const char *key, cn_obj_info *info,
                    cn_obj_reader **out);
+/* No-I/O mode for the calling thread (the event loop serving a small read): while on,
+ * stat and open answer CN_ERR_BUSY instead of waiting for a drive (erasure.h cn_ec_no_io;
+ * served from the record cache they answer as usual), and the caller runs the request
+ * again on a thread that may wait. cn_obj_reader_in_records: the opened version's bytes
+ * came with its records, so reading them touches no drive. */
+void cn_obj_no_io(bool on);
+bool cn_obj_reader_in_records(const cn_obj_reader *r);
 /* Writes bytes [off, off+len) of the version to w (0 <= off, off+len <= size). Uses
  * w->send_fd when available and the data sits in a plain file. Errors: the writer's error,
  * CN_ERR_IO, CN_ERR_CORRUPT. */

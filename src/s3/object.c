@@ -1000,10 +1000,22 @@ void cn_s3_get_object(cn_s3_req *r)
 		goto done;
 	}
 
+	/* On the loop thread (net.h) no drive may be asked: served from the record cache, or
+	 * run again on a worker — so one hung drive cannot stop the loop (drive.h W6, W7). */
+	bool on_loop = cn_http_inline(r->x);
+	if (on_loop)
+		cn_obj_no_io(true);
 	if (r->head)
 		e = cn_obj_stat_version(r->store, r->bucket, r->key, vid, &info);
 	else
 		e = cn_obj_open_version(r->store, r->bucket, r->key, vid, &info, &rd);
+	if (on_loop) {
+		cn_obj_no_io(false);
+		if (e == CN_ERR_BUSY || (!e && rd && !cn_obj_reader_in_records(rd))) {
+			cn_http_defer(r->x); /* the bytes are in shard files, or a record was not cached */
+			goto done;
+		}
+	}
 	if ((e == CN_ERR_NO_KEY && info.delete_marker) || e == CN_ERR_DELETE_MARKER)
 		cn_s3_reply_delete_marker(r, &info, e == CN_ERR_DELETE_MARKER);
 	if (e != CN_OK) {

@@ -600,10 +600,15 @@ static void not_implemented(cn_s3_req *r, const char *what)
 	cn_s3_error(r, CN_S3_NotImplemented, msg);
 }
 
-/* Names the API for the metrics (r->api), then runs its handler. */
+/* Names the API for the metrics (r->api), then runs its handler. On the loop thread only
+ * object reads run (GET/HEAD, which ask no drive there: cn_s3_get_object); every other
+ * handler may wait for drives, so the request goes to a worker untouched. */
 #define CALL(which, handler)                                                                   \
 	do {                                                                                   \
 		r->api = (which);                                                              \
+		if (r->api != CN_S3_API_getobject && r->api != CN_S3_API_headobject &&         \
+		    cn_http_defer(r->x))                                                       \
+			break;                                                                 \
 		handler(r);                                                                    \
 	} while (0)
 
@@ -822,7 +827,8 @@ void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x)
 	}
 	if (!strcmp(r.bucket, "minio") && !strncmp(r.key, "admin/", 6)) {
 		r.api = CN_S3_API_admin;
-		cn_s3_admin(&r);
+		if (!cn_http_defer(x)) /* drive state: on a worker */
+			cn_s3_admin(&r);
 	} else {
 		route(&r);
 	}

@@ -18,12 +18,14 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
+import zlib
 
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import ACCESS, CAIRN_BIN, SECRET, Server, err_code, make_client, unique_bucket
+from conftest import ACCESS, CAIRN_BIN, SECRET, Server, err_code, http_get, make_client, unique_bucket
 
 MiB = 1024 * 1024
 INLINE = 128 * 1024
@@ -938,3 +940,78 @@ def test_drive_turned_read_only(need_multi_drive, drive_server, root):
         if srv:
             srv.stop()
         subprocess.run(["umount", ro], check=False)
+
+
+def test_hung_drive_does_not_stop_the_server(need_multi_drive, drive_server, root):
+    """A drive call that hangs (here the open of a record that is a FIFO with no writer:
+    the kernel blocks it, as a dying disk or a hung mount would) takes the drive offline
+    after CAIRN_DRIVE_MAX_TIMEOUT while it is still hung (health W6), and nothing else
+    waits for it: the event loop never asks a drive (W7: small GETs it cannot answer from
+    the record cache go to a worker), so health, admin and GETs of other keys answer at
+    once. The object still reads back byte-exact, and when the call returns and the FIFO
+    is gone, a probe brings the drive back and heal rewrites its record."""
+    n = 4
+    srv = drive_server([os.path.join(root, "d{1...4}")], env={"CAIRN_DRIVE_MAX_TIMEOUT": "1s"})
+    s3 = make_client(srv, read_timeout=60)
+    b = unique_bucket("hung")
+    s3.create_bucket(Bucket=b)
+    body = os.urandom(5000)
+    s3.put_object(Bucket=b, Key="hang/k", Body=body)
+    s3.put_object(Bucket=b, Key="other/k", Body=body)
+    srv.stop()  # nothing cached from here
+    # the drive a read asks first: the one holding data shard 0 (codec.c cn_codec_dist:
+    # drive d holds shard (start + d + 1) % n, start = crc32(bucket/key) % n)
+    start = zlib.crc32(f"{b}/hang/k".encode()) % n
+    first = os.path.join(root, f"d{(n - 1 - start) % n + 1}")
+    rec = record_of(first, b, "hang/k")[0]
+    os.unlink(rec)
+    os.mkfifo(rec)
+    released = threading.Event()
+
+    def release():  # lets every open of the FIFO return (EOF: an unreadable record)
+        while not released.is_set():
+            try:
+                os.close(os.open(rec, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+            time.sleep(0.05)
+
+    try:
+        srv.start()
+        s3 = make_client(srv, read_timeout=60)
+        got = {}
+
+        def get():
+            got["body"] = s3.get_object(Bucket=b, Key="hang/k")["Body"].read()
+
+        t = threading.Thread(target=get)
+        t.start()
+        t0 = time.time()
+
+        def online():
+            return json.loads(admin_cli(srv, "info", "--json"))["onlineDrives"]
+
+        assert wait_until(lambda: online() == n - 1, 10), "the hung drive was not taken offline"
+        assert time.time() - t0 < 8
+        for _ in range(3):  # the server answers meanwhile, whatever the hung call does
+            t1 = time.time()
+            assert make_client(srv).get_object(Bucket=b, Key="other/k")["Body"].read() == body
+            assert http_get(f"{srv.endpoint}/minio/health/live")[0] == 200
+            assert time.time() - t1 < 3
+        threading.Thread(target=release, daemon=True).start()
+        t.join(30)
+        assert not t.is_alive() and got.get("body") == body
+    finally:
+        released.set()
+        time.sleep(0.2)
+        if os.path.exists(rec) and not os.path.isfile(rec):
+            os.unlink(rec)
+    assert wait_until(lambda: json.loads(admin_cli(srv, "info", "--json"))["onlineDrives"] == n, 20)
+    admin_cli(srv, "heal", b)
+    assert os.path.isfile(rec)
+    srv.stop()
+    for d in ("d1", "d3"):  # read back from the healed drive plus one other
+        for p in record_of(os.path.join(root, d), b, "hang/k"):
+            os.unlink(p)
+    srv.start()
+    assert make_client(srv).get_object(Bucket=b, Key="hang/k")["Body"].read() == body

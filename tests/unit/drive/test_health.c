@@ -4,7 +4,9 @@
 #include "drive/drive.h"
 #include "test.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A fault injector in front of a local drive: fail makes every call CN_ERR_IO, delay_ms
@@ -178,10 +180,75 @@ TEST(test_refused)
 	close_wrapped(h, dir);
 }
 
+/* W6: a call that hangs takes the drive offline while it is still hung (the prober watches
+ * calls in progress), so other callers skip the drive at once instead of queueing behind
+ * it; when the call returns and the drive is fast again, a probe brings it back. */
+typedef struct hung_arg {
+	cn_drive *h;
+	cn_err e;
+	atomic_int done;
+} hung_arg;
+
+static void *hung_call(void *p)
+{
+	hung_arg *a = p;
+	cn_buf b;
+	cn_buf_init(&b);
+	a->e = a->h->ops->read_sys(a->h, "x", 100, &b);
+	cn_buf_fini(&b);
+	atomic_store(&a->done, 1);
+	return NULL;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+TEST(test_hung_call_watchdog)
+{
+	char dir[64];
+	fdrive *f;
+	cn_drive *h = open_wrapped(dir, "cn_health_hung", &f); /* stall 200 ms */
+	CHECK_EQ_INT(h->ops->write_sys(h, "x", "abc", 3), CN_OK);
+	atomic_store(&f->delay_ms, 2000);
+	hung_arg a = { .h = h };
+	pthread_t t;
+	int64_t t0 = now_ms();
+	CHECK(pthread_create(&t, NULL, hung_call, &a) == 0);
+	while (!cn_drive_health_offline(h) && now_ms() - t0 < 1500)
+		usleep(5000);
+	int64_t took = now_ms() - t0;
+	CHECK(cn_drive_health_offline(h));
+	CHECK(took >= 200 && took < 1000); /* after the limit, well before the call returns */
+	CHECK(!atomic_load(&a.done));
+	/* another caller skips it at once, without reaching the drive */
+	int calls = atomic_load(&f->calls);
+	int64_t t1 = now_ms();
+	cn_buf b;
+	cn_buf_init(&b);
+	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_ERR_OFFLINE);
+	CHECK(now_ms() - t1 < 100);
+	(void)calls;
+	atomic_store(&f->delay_ms, 0);
+	pthread_join(t, NULL);
+	CHECK_EQ_INT(a.e, CN_OK); /* the hung call itself still completed */
+	CHECK(wait_online(h, 5000));
+	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_OK);
+	/* a fast drive is never taken offline by the watchdog */
+	usleep(300000);
+	CHECK(!cn_drive_health_offline(h));
+	cn_buf_fini(&b);
+	close_wrapped(h, dir);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
 	RUN(test_errors_and_stalls);
+	RUN(test_hung_call_watchdog);
 	RUN(test_refused);
 	TEST_END();
 }
