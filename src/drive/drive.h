@@ -270,11 +270,21 @@ bool cn_drive_health_refused(cn_drive *d);
 bool cn_drive_health_offline(cn_drive *d);
 /* The calling thread must not wait for drives (the event loop serving a small read, net.h):
  * while set, every call through a health wrapper answers CN_ERR_BUSY at once without
- * touching the drive (info too; online answers from what is known), and the caller hands
- * the request to a thread that may wait. CN_ERR_BUSY says nothing about the drive: it is
- * never counted against it. Per thread; drives without a health wrapper (one-drive sets:
- * nothing to skip to) are not covered. */
+ * touching the drive (info too; online answers from what is known), except read_meta and
+ * version_read, which reach the drive in its no-wait mode (below) untimed; the caller
+ * hands a request that met CN_ERR_BUSY to a thread that may wait. CN_ERR_BUSY says
+ * nothing about the drive: it is never counted against it. Per thread; drives without a
+ * health wrapper (one-drive sets: nothing to skip to) see the no-wait mode only.
+ *
+ * No-wait mode (cn_drive_nowait() true): a drive implementation answers read_meta and
+ * version_read only with what it can tell without waiting for a device, a lock or
+ * another process, and CN_ERR_BUSY otherwise. The local drive: the record's path
+ * resolved from the kernel's dentry cache alone (openat2 RESOLVE_CACHED, O_NONBLOCK), a
+ * regular file, its bytes read from the page cache alone (preadv2 RWF_NOWAIT); a
+ * kernel without these answers CN_ERR_BUSY every time. A later implementation that
+ * cannot tell (a remote drive) answers CN_ERR_BUSY. */
 void cn_drive_no_io(bool on);
+bool cn_drive_nowait(void);
 
 /* Statistics of the local drive's group commit (for benchmarks). */
 void cn_drive_local_sync_stats(cn_drive *d, uint64_t *barriers, uint64_t *flushes);

@@ -28,7 +28,9 @@
  *      (more than INFLIGHT_SLOTS at once) is judged when it returns only, as before. A
  *      probe does not pass while such a call is still hung (no flapping back online).
  *  W7. A thread in no-I/O mode (cn_drive_no_io) gets CN_ERR_BUSY from every call, before
- *      anything else, and the drive is not judged by it. */
+ *      anything else, and the drive is not judged by it; except read_meta and
+ *      version_read, which reach an online drive in its no-wait mode (drive.h): untimed
+ *      and not tracked (they cannot wait), judged by their errors only (W1). */
 #include "drive/drive.h"
 
 #include <pthread.h>
@@ -142,6 +144,11 @@ void cn_drive_no_io(bool on)
 	no_io = on;
 }
 
+bool cn_drive_nowait(void)
+{
+	return no_io;
+}
+
 #define GUARD(d)                                  \
 	do {                                          \
 		if (no_io)                                \
@@ -157,6 +164,20 @@ void cn_drive_no_io(bool on)
 		htick _t0 = tick(d);                      \
 		cn_err _e = (expr);                       \
 		return judge((d), _e, _t0, (what));       \
+	} while (0)
+
+/* W7: a read the drive answers in no-wait mode on a no-I/O thread; timed otherwise. */
+#define CALL_NOWAIT(d, what, expr)                \
+	do {                                          \
+		if (!no_io)                               \
+			CALL(d, what, expr);                  \
+		if (atomic_load(&(d)->offline) ||         \
+		    atomic_load(&(d)->refused))           \
+			return CN_ERR_OFFLINE; /* W2, W5 */   \
+		cn_err _e = (expr);                       \
+		if (_e == CN_ERR_IO || _e == CN_ERR_OFFLINE) \
+			mark_offline((d), what " failed");    \
+		return _e;                                \
 	} while (0)
 
 /* A call whose length depends on the data, not on the drive's health (a walk, a folder's
@@ -352,7 +373,7 @@ static cn_err h_rename_data(cn_drive *dd, const char *tmp_id, const char *data_i
 static cn_err h_read_meta(cn_drive *dd, const char *vol, const char *key, size_t max, cn_buf *out)
 {
 	hdrive *d = H(dd);
-	CALL(d, "read_meta", d->in->ops->read_meta(d->in, vol, key, max, out));
+	CALL_NOWAIT(d, "read_meta", d->in->ops->read_meta(d->in, vol, key, max, out));
 }
 static cn_err h_delete_meta(cn_drive *dd, const char *vol, const char *key)
 {
@@ -427,7 +448,7 @@ static cn_err h_version_read(cn_drive *dd, const char *vol, const char *key, con
                              size_t max, cn_buf *out)
 {
 	hdrive *d = H(dd);
-	CALL(d, "version_read", d->in->ops->version_read(d->in, vol, key, vid, max, out));
+	CALL_NOWAIT(d, "version_read", d->in->ops->version_read(d->in, vol, key, vid, max, out));
 }
 static cn_err h_version_list(cn_drive *dd, const char *vol, const char *key, char ***vids, size_t *n)
 {

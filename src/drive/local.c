@@ -41,7 +41,10 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#include <linux/openat2.h>
 
 #define SYS_DIR ".cairn.sys"
 #define TMP_DIR ".cairn.sys/tmp"
@@ -92,6 +95,7 @@ typedef struct local_drive {
 	bool mount_root;
 	bool warned_bare;        /* "nothing mounted at the path" logged since the last change */
 	bool absent;            /* on a placeholder until reopen finds the folder (open_absent) */
+	atomic_bool no_nowait;  /* its filesystem refused a no-wait read (EOPNOTSUPP) */
 } local_drive;
 
 static pthread_mutex_t groups_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -1185,20 +1189,100 @@ out:
 
 /* --- records and data -------------------------------------------------------------- */
 
+/* drive.h's no-wait mode. A kernel without openat2's RESOLVE_CACHED (before 5.12, or a
+ * seccomp filter) is remembered: every no-wait read then answers CN_ERR_BUSY at once. */
+static atomic_bool nowait_missing;
+
+/* The path resolved from the dentry cache alone: -1 with EAGAIN when that would need a
+ * lookup on the device (or a revalidation). */
+static int open_cached(local_drive *d, const char *path, uint64_t flags)
+{
+	struct open_how how = { .flags = flags | O_CLOEXEC | O_NOFOLLOW, .resolve = RESOLVE_CACHED };
+	return (int)syscall(SYS_openat2, d->root_fd, path, &how, sizeof how);
+}
+
+/* read_file_at without waiting: notfound when the cached path says there is no such file,
+ * the bytes when the file is a regular one whose every page is cached, CN_ERR_BUSY for
+ * anything else (not cached; not a regular file, such as a FIFO whose open or read would
+ * block; an error, which the waiting path then meets and reports). O_NONBLOCK keeps the
+ * open of a FIFO or device from blocking; O_NOATIME keeps the read from updating the
+ * inode (a write to the device, on the first read of each new file under relatime). */
+static cn_err read_file_nowait(local_drive *d, const char *path, size_t max, cn_buf *out,
+                               cn_err notfound)
+{
+	out->len = 0;
+	if (atomic_load_explicit(&nowait_missing, memory_order_relaxed) ||
+	    atomic_load_explicit(&d->no_nowait, memory_order_relaxed))
+		return CN_ERR_BUSY;
+	int fd = open_cached(d, path, O_RDONLY | O_NONBLOCK | O_NOATIME);
+	if (fd < 0 && errno == EPERM) /* O_NOATIME on a file of another owner */
+		fd = open_cached(d, path, O_RDONLY | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return notfound;
+		if (errno == ENOSYS || errno == EINVAL)
+			atomic_store(&nowait_missing, true);
+		return CN_ERR_BUSY;
+	}
+	struct stat st;
+	cn_err e;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		e = CN_ERR_BUSY;
+	else if ((uint64_t)st.st_size > max)
+		e = CN_ERR_TOO_LARGE;
+	else
+		e = cn_buf_reserve_exact(out, (size_t)st.st_size + 1); /* + 1: sees it grow */
+	while (!e) {
+		struct iovec iov = { out->p + out->len, (size_t)st.st_size + 1 - out->len };
+		ssize_t n = preadv2(fd, &iov, 1, (off_t)out->len, RWF_NOWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EOPNOTSUPP)
+				atomic_store(&d->no_nowait, true);
+			e = CN_ERR_BUSY; /* EAGAIN: a page is not cached */
+			break;
+		}
+		if (n == 0)
+			break; /* end of file */
+		out->len += (size_t)n;
+		if (out->len > (size_t)st.st_size)
+			e = CN_ERR_BUSY; /* grew since the fstat: not a record being read */
+	}
+	close(fd);
+	if (e)
+		out->len = 0;
+	return e;
+}
+
+/* local_stat_vol(d, vol, NULL) without waiting (as above). */
+static cn_err stat_vol_nowait(local_drive *d, const char *vol)
+{
+	if (!vol_ok(vol))
+		return CN_ERR_NO_BUCKET;
+	int fd = open_cached(d, vol, O_PATH | O_DIRECTORY);
+	if (fd < 0)
+		return errno == ENOENT || errno == ENOTDIR ? CN_ERR_NO_BUCKET : CN_ERR_BUSY;
+	close(fd);
+	return CN_OK;
+}
+
 static cn_err local_read_meta(cn_drive *dd, const char *vol, const char *key, size_t max,
                               cn_buf *out)
 {
 	cn_buf rp;
 	size_t rdir;
 	cn_buf_init(&rp);
+	bool nowait = cn_drive_nowait();
 	cn_err e = rec_path(&rp, vol, key, &rdir);
 	if (!e)
-		e = read_file_at(L(dd), rp.p, max, out, CN_ERR_NO_KEY);
+		e = nowait ? read_file_nowait(L(dd), rp.p, max, out, CN_ERR_NO_KEY)
+		           : read_file_at(L(dd), rp.p, max, out, CN_ERR_NO_KEY);
 	cn_buf_fini(&rp);
 	/* no such record: is the vol there? (a folder removed under us holds no vol: a vol
 	 * found proves the drive's folder lives, and the miss counts) */
 	if (e == CN_ERR_NO_KEY) {
-		cn_err ve = local_stat_vol(dd, vol, NULL);
+		cn_err ve = nowait ? stat_vol_nowait(L(dd), vol) : local_stat_vol(dd, vol, NULL);
 		if (ve)
 			e = ve; /* NO_BUCKET, or what kept us from knowing */
 	}
@@ -1684,7 +1768,8 @@ static cn_err local_version_read(cn_drive *dd, const char *vol, const char *key,
 	cn_buf_init(&kp);
 	cn_err e = ver_path(&kp, vol, key, vid);
 	if (!e)
-		e = read_file_at(L(dd), kp.p, max, out, CN_ERR_NO_KEY);
+		e = cn_drive_nowait() ? read_file_nowait(L(dd), kp.p, max, out, CN_ERR_NO_KEY)
+		                      : read_file_at(L(dd), kp.p, max, out, CN_ERR_NO_KEY);
 	cn_buf_fini(&kp);
 	return e;
 }

@@ -268,9 +268,10 @@ void cn_ec_reader_close(cn_ec_reader *r);
 bool cn_ec_reader_degraded(const cn_ec_reader *r);
 /* True when the version's data lies in its records (inline): reading it touches no drive. */
 bool cn_ec_reader_in_records(const cn_ec_reader *r);
-/* No-I/O mode for the calling thread (drive.h cn_drive_no_io): record and shard reads that
- * would ask a drive answer CN_ERR_BUSY instead — a read that met one returns CN_ERR_BUSY
- * as a whole, having decided nothing (no heal queued, no drive judged). */
+/* No-I/O mode for the calling thread (drive.h cn_drive_no_io): record reads ask the drives
+ * in their no-wait mode, and every other drive call (shard reads) answers CN_ERR_BUSY
+ * instead of waiting — a read that met CN_ERR_BUSY returns it as a whole, having decided
+ * nothing (no heal queued, no drive judged). */
 void cn_ec_no_io(bool on);
 /* The version the reader reads: vol, key and version id (NULL: the current one). */
 void cn_ec_reader_name(const cn_ec_reader *r, const char **vol, const char **key, const char **vid);

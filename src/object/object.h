@@ -152,7 +152,8 @@ cn_err cn_obj_open(cn_obj_store *s, const char *bucket, const char *key, cn_obj_
                    cn_obj_reader **out);
 /* No-I/O mode for the calling thread (the event loop serving a small read): while on,
  * stat and open answer CN_ERR_BUSY instead of waiting for a drive (erasure.h cn_ec_no_io;
- * served from the record cache they answer as usual), and the caller runs the request
+ * served from the record cache, or from records the kernel has cached, they answer as
+ * usual), and the caller runs the request
  * again on a thread that may wait. cn_obj_reader_in_records: the opened version's bytes
  * came with its records, so reading them touches no drive. */
 void cn_obj_no_io(bool on);

@@ -601,7 +601,7 @@ static void not_implemented(cn_s3_req *r, const char *what)
 }
 
 /* Names the API for the metrics (r->api), then runs its handler. On the loop thread only
- * object reads run (GET/HEAD, which ask no drive there: cn_s3_get_object); every other
+ * object reads run (GET/HEAD, which wait for no drive there: cn_s3_get_object); every other
  * handler may wait for drives, so the request goes to a worker untouched. */
 #define CALL(which, handler)                                                                   \
 	do {                                                                                   \

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <sys/mount.h>
@@ -864,6 +865,107 @@ TEST(test_purge_vol)
 	cn_drive_close(d);
 }
 
+/* Drops the cached pages of BASE/rel (written back first: DONTNEED drops clean pages). */
+static bool drop_pages(const char *rel)
+{
+	char p[1024];
+	snprintf(p, sizeof p, "%s/%s", base, rel);
+	int fd = open(p, O_RDONLY);
+	bool ok = fd >= 0 && fdatasync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char m[] = "test_nowait_reads: a no-wait read blocked\n";
+	if (write(2, m, sizeof m - 1) < 0)
+		_exit(3);
+	_exit(3);
+}
+
+/* drive.h's no-wait mode (the event loop's reads): read_meta and version_read answer from
+ * the kernel's caches alone or say CN_ERR_BUSY, and never block; through a health wrapper
+ * they reach the drive while every other call says CN_ERR_BUSY. */
+TEST(test_nowait_reads)
+{
+	cn_drive *d = open_fresh(true);
+	cn_buf b;
+	cn_buf_init(&b);
+	signal(SIGALRM, on_alarm);
+	alarm(20);
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	CHECK_EQ_INT(put_inline(d, "k", "RECORD-BYTES"), CN_OK);
+	CHECK_EQ_INT(d->ops->version_write(d, "vol", "k", "v1", "OLDER", 5), CN_OK);
+	CHECK(!cn_drive_nowait());
+	cn_drive_no_io(true);
+	CHECK(cn_drive_nowait());
+	/* just written: name and bytes cached */
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", 100, &b), CN_OK);
+	CHECK(b.len == 12 && !memcmp(b.p, "RECORD-BYTES", 12));
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", 11, &b), CN_ERR_TOO_LARGE);
+	CHECK_EQ_INT(d->ops->version_read(d, "vol", "k", "v1", 100, &b), CN_OK);
+	CHECK(b.len == 5 && !memcmp(b.p, "OLDER", 5));
+	cn_drive_no_io(false);
+
+	/* pages not cached: BUSY, and nothing read; a waiting read brings them back */
+	CHECK(drop_pages("vol/%m.k"));
+	cn_drive_no_io(true);
+	b.len = 7;
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", 100, &b), CN_ERR_BUSY);
+	CHECK(b.len == 0);
+	cn_drive_no_io(false);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", 100, &b), CN_OK);
+	cn_drive_no_io(true);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", 100, &b), CN_OK);
+	CHECK(b.len == 12 && !memcmp(b.p, "RECORD-BYTES", 12));
+	cn_drive_no_io(false);
+
+	/* misses the dentry cache knows of (a waiting read looked them up first) */
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "zz", 100, &b), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(d->ops->read_meta(d, "nov", "zz", 100, &b), CN_ERR_NO_BUCKET);
+	CHECK_EQ_INT(d->ops->version_read(d, "vol", "k", "v2", 100, &b), CN_ERR_NO_KEY);
+	cn_drive_no_io(true);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "zz", 100, &b), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(d->ops->read_meta(d, "nov", "zz", 100, &b), CN_ERR_NO_BUCKET);
+	CHECK_EQ_INT(d->ops->version_read(d, "vol", "k", "v2", 100, &b), CN_ERR_NO_KEY);
+	cn_drive_no_io(false);
+
+	/* a record that is a FIFO (a read that would hang, as on a hung mount): BUSY at once;
+	 * the alarm above fails the test if it blocks */
+	char p[1024];
+	snprintf(p, sizeof p, "%s/vol/%%m.k", base);
+	CHECK(unlink(p) == 0 && mkfifo(p, 0644) == 0);
+	cn_drive_no_io(true);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k", 100, &b), CN_ERR_BUSY);
+	cn_drive_no_io(false);
+	CHECK(unlink(p) == 0);
+	CHECK_EQ_INT(put_inline(d, "k", "RECORD-BYTES"), CN_OK);
+
+	/* through a health wrapper: the reads reach the drive, nothing else does; an offline
+	 * drive answers OFFLINE to them too */
+	cn_drive *h;
+	cn_drive_health_cfg cfg = { .stall_ms = 1000, .probe_ms = 60000 };
+	CHECK_EQ_INT(cn_drive_health_wrap(d, &cfg, &h), CN_OK);
+	cn_drive_no_io(true);
+	CHECK_EQ_INT(h->ops->read_meta(h, "vol", "k", 100, &b), CN_OK);
+	CHECK(b.len == 12 && !memcmp(b.p, "RECORD-BYTES", 12));
+	CHECK_EQ_INT(h->ops->version_read(h, "vol", "k", "v1", 100, &b), CN_OK);
+	CHECK_EQ_INT(h->ops->stat_vol(h, "vol", NULL), CN_ERR_BUSY);
+	CHECK_EQ_INT(h->ops->read_sys(h, "format", 100, &b), CN_ERR_BUSY);
+	cn_drive_no_io(false);
+	CHECK(!cn_drive_health_offline(h));
+	cn_drive_health_set_offline(h, "test");
+	cn_drive_no_io(true);
+	CHECK_EQ_INT(h->ops->read_meta(h, "vol", "k", 100, &b), CN_ERR_OFFLINE);
+	cn_drive_no_io(false);
+	alarm(0);
+	cn_buf_fini(&b);
+	cn_drive_close(h);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -884,6 +986,7 @@ int main(void)
 	RUN(test_targeted_sync);
 	RUN(test_reopen);
 	RUN(test_replaced);
+	RUN(test_nowait_reads);
 	char cmd[100];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
 	if (system(cmd) != 0)
