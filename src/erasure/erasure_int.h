@@ -16,7 +16,8 @@
  *  R2. A reader takes the slot's generation BEFORE reading the drives and inserts only if
  *      the generation is unchanged, so a record read before a concurrent commit can never
  *      be inserted after that commit's invalidation.
- * 4-way buckets (an insert into a full bucket evicts its least recently used entry),
+ * 4-way buckets, as many as the budget holds at ~2 KiB an entry (8,192 to 4 M; an insert
+ * into a full bucket evicts its least recently used entry),
  * striped mutexes, a global byte budget: when it is spent, a clock hand sweeping the
  * buckets drops entries not hit since it last passed until the new one fits (CLOCK,
  * second chance). R2's generation is per bucket. */

@@ -144,6 +144,43 @@ TEST(working_set_of_an_erasure_set_stays_cached)
 	cn_rcache_free(c);
 }
 
+TEST(buckets_grow_with_the_budget)
+{
+	/* 2,000 objects x 12 data drives' records of ~5 KiB (64 KiB objects on 16 drives): 24,000
+	 * entries, 120 MB, inside a 384 MiB budget (1/64 of these machines' RAM). With a fixed
+	 * 8,192 4-way buckets over a third of the lookups missed; sized by the budget, all hit. */
+	cn_rcache *c;
+	CHECK_EQ_INT(cn_rcache_new((size_t)384 << 20, 8192, &c), CN_OK);
+	static char rec[5400];
+	memset(rec, 'r', sizeof rec);
+	cn_buf b;
+	cn_buf_init(&b);
+	uint64_t gen;
+	char key[32];
+	for (int i = 0; i < 2000; i++)
+		for (unsigned d = 0; d < 12; d++) {
+			snprintf(key, sizeof key, "p/%010d", i);
+			if (!cn_rcache_get(c, d, "bucket", key, &b, &gen))
+				cn_rcache_put(c, d, "bucket", key, rec, sizeof rec, gen);
+		}
+	int hits = 0;
+	for (int i = 0; i < 2000; i++)
+		for (unsigned d = 0; d < 12; d++) {
+			snprintf(key, sizeof key, "p/%010d", i);
+			hits += cn_rcache_get(c, d, "bucket", key, &b, &gen);
+		}
+	CHECK(hits >= 24000 - 24);
+	uint64_t h, m;
+	size_t bytes;
+	cn_rcache_stats(c, &h, &m, &bytes);
+	CHECK(bytes >= 24000 * sizeof rec && bytes <= ((size_t)384 << 20));
+	cn_rcache_clear(c);
+	cn_rcache_stats(c, &h, &m, &bytes);
+	CHECK(bytes == 0 && !cn_rcache_get(c, 0, "bucket", "p/0000000000", &b, &gen));
+	cn_buf_fini(&b);
+	cn_rcache_free(c);
+}
+
 /* Holds a reference to a visited entry (what read_one's decode does through the meta). */
 static void take_ref(cn_ec_rec *rec, void *arg)
 {
@@ -405,6 +442,7 @@ TEST(record_remembers_checked_blocks)
 int main(void)
 {
 	RUN(working_set_of_an_erasure_set_stays_cached);
+	RUN(buckets_grow_with_the_budget);
 	RUN(drive_slots_are_separate_entries);
 	RUN(hit_after_put_and_miss_after_invalidate);
 	RUN(stale_reader_cannot_insert);
