@@ -47,6 +47,10 @@ struct cn_rcache {
 	atomic_size_t bytes;
 	atomic_ullong hits, misses;
 	atomic_size_t hand; /* the clock: the next bucket to sweep when the budget is spent */
+	atomic_uint_fast64_t epoch; /* R2 for cn_rcache_clear: a generation is bucket gen +
+	                               epoch (both only grow), so a clear bumps one counter
+	                               instead of writing every bucket's (touching the pages
+	                               of buckets never used) */
 	pthread_mutex_t mu[STRIPES];
 	size_t nb;  /* buckets: a power of two */
 	bucket *b;  /* nb of them, mmap'd: pages untouched until used */
@@ -164,7 +168,7 @@ bool cn_rcache_visit(cn_rcache *c, unsigned drive, const char *vol, const char *
 		s->ref = true;
 		fn(s->rec, arg);
 	}
-	*gen = bk->gen;
+	*gen = bk->gen + atomic_load(&c->epoch);
 	pthread_mutex_unlock(mu);
 	atomic_fetch_add(s ? &c->hits : &c->misses, 1);
 	return s != NULL;
@@ -236,7 +240,8 @@ bool cn_rcache_insert(cn_rcache *c, unsigned drive, const char *vol, const char 
 	bucket *bk = &c->b[bi];
 	pthread_mutex_t *mu = &c->mu[bi % STRIPES];
 	pthread_mutex_lock(mu);
-	if (bk->gen != gen) { /* R2: a writer invalidated since the caller read the drives */
+	if (bk->gen + atomic_load(&c->epoch) != gen) { /* R2: a writer invalidated (or a clear
+	                                                   ran) since the caller read the drives */
 		pthread_mutex_unlock(mu);
 		free(id);
 		return false;
@@ -309,12 +314,12 @@ void cn_rcache_clear(cn_rcache *c)
 {
 	if (!c)
 		return;
+	atomic_fetch_add(&c->epoch, 1); /* R2: before the sweep, as an invalidation */
 	for (size_t i = 0; i < c->nb; i++) {
 		pthread_mutex_t *mu = &c->mu[i % STRIPES];
 		pthread_mutex_lock(mu);
-		c->b[i].gen++;
 		for (int w = 0; w < WAYS; w++)
-			drop(c, &c->b[i].ways[w]);
+			drop(c, &c->b[i].ways[w]); /* reads an unused bucket: no page is made */
 		pthread_mutex_unlock(mu);
 	}
 }

@@ -174,6 +174,13 @@ TEST(buckets_grow_with_the_budget)
 	size_t bytes;
 	cn_rcache_stats(c, &h, &m, &bytes);
 	CHECK(bytes >= 24000 * sizeof rec && bytes <= ((size_t)384 << 20));
+	/* R2 across a clear: a reader that missed before it must not insert after it */
+	CHECK(!cn_rcache_get(c, 0, "bucket", "other", &b, &gen));
+	cn_rcache_clear(c);
+	cn_rcache_put(c, 0, "bucket", "other", "OLD", 3, gen);
+	CHECK(!cn_rcache_get(c, 0, "bucket", "other", &b, &gen));
+	cn_rcache_put(c, 0, "bucket", "other", "NEW", 3, gen);
+	CHECK(cn_rcache_get(c, 0, "bucket", "other", &b, &gen) && b.len == 3 && !memcmp(b.p, "NEW", 3));
 	cn_rcache_clear(c);
 	cn_rcache_stats(c, &h, &m, &bytes);
 	CHECK(bytes == 0 && !cn_rcache_get(c, 0, "bucket", "p/0000000000", &b, &gen));
