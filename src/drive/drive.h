@@ -249,10 +249,15 @@ cn_err cn_drive_local_open_absent(const char *path, bool durable, cn_drive **out
  * CN_ERR_OFFLINE at once (info: online = false) — and a background prober brings it back
  * once info plus a small system-file write and read succeed again within stall_ms. Takes
  * ownership of inner (closed with the wrapper). Calls already blocked in the inner drive
- * are not interrupted; the limit protects the requests that follow. */
+ * are not interrupted; the limit protects the requests that follow. While late_cap calls
+ * (other than sync) have each run longer than late_ms, new calls answer CN_ERR_OFFLINE at
+ * once without the drive being marked offline (health.c W8: a hang holds few threads
+ * before stall_ms decides). */
 typedef struct cn_drive_health_cfg {
-	int64_t stall_ms;   /* 0: 30000; < 0: no stall limit */
+	int64_t stall_ms;   /* 0: 30000; < 0: no stall limit (and no late limit) */
 	int64_t probe_ms;   /* 0: 5000 */
+	int64_t late_ms;    /* 0: stall_ms / 10; < 0: no late limit */
+	int late_cap;       /* 0: 4 */
 } cn_drive_health_cfg;
 cn_err cn_drive_health_wrap(cn_drive *inner, const cn_drive_health_cfg *cfg, cn_drive **out);
 /* Refuses a health wrapper's drive (it holds another slot's or deployment's format), or

@@ -30,7 +30,19 @@
  *  W7. A thread in no-I/O mode (cn_drive_no_io) gets CN_ERR_BUSY from every call, before
  *      anything else, and the drive is not judged by it; except read_meta and
  *      version_read, which reach an online drive in its no-wait mode (drive.h): untimed
- *      and not tracked (they cannot wait), judged by their errors only (W1). */
+ *      and not tracked (they cannot wait), judged by their errors only (W1).
+ *  W8. Between a hang's start and W6's verdict every new call would join the hung ones and
+ *      hold its thread too, until every worker of the server waits on one drive. So while
+ *      at least late_cap tracked calls of an online drive have each run longer than late_ms
+ *      (a tenth of the stall limit by default), new calls are refused with CN_ERR_OFFLINE
+ *      at once, without touching the drive or marking it offline (callers use the other
+ *      drives, as for an offline one); once fewer are late, calls go through again. The
+ *      prober counts late calls at each look (W6's, every late/4 or stall/4, 10 ms to 1 s),
+ *      and while it refuses every returning call counts them again, so refusals end as
+ *      soon as enough late calls have returned. sync calls are tracked for W6 but
+ *      not counted late: a group commit's wait grows with the load, not with a hang, and a
+ *      busy filesystem must not turn every PUT away. Handles opened before (file_write,
+ *      rfile_read) are not refused (W2). Calls finding no slot (W6) are not counted. */
 #include "drive/drive.h"
 
 #include <pthread.h>
@@ -43,7 +55,8 @@
 #define INFLIGHT_SLOTS 64
 
 typedef struct hslot {
-	_Atomic int64_t t0; /* start of the call holding it (monotonic ms); 0: free */
+	_Atomic int64_t t0; /* start of the call holding it (monotonic ms), negated for a sync
+	                       call (W8: not counted late); 0: free */
 	char pad[56];       /* one cache line each: threads take different slots */
 } hslot;
 
@@ -60,6 +73,8 @@ typedef struct hdrive {
 	pthread_t prober;
 	bool started;
 	hslot inflight[INFLIGHT_SLOTS]; /* W6 */
+	atomic_int late;                /* W8: calls past late_ms at the prober's last look */
+	atomic_bool refusing;           /* W8: logged once per episode */
 } hdrive;
 
 typedef struct hfile {
@@ -100,7 +115,7 @@ typedef struct htick {
 	int slot;
 } htick;
 
-static htick tick(hdrive *d)
+static htick tick_kind(hdrive *d, bool sync)
 {
 	static atomic_uint next_hint;
 	static __thread int hint = -1; /* a thread makes one call at a time: its own slot */
@@ -108,6 +123,8 @@ static htick tick(hdrive *d)
 		hint = (int)(atomic_fetch_add(&next_hint, 1) % INFLIGHT_SLOTS);
 	htick t = { mono_ms(), -1 };
 	int64_t start = t.t0 > 0 ? t.t0 : 1;
+	if (sync)
+		start = -start;
 	for (int i = 0; i < INFLIGHT_SLOTS; i++) {
 		int j = (hint + i) % INFLIGHT_SLOTS;
 		int64_t free_ = 0;
@@ -119,11 +136,18 @@ static htick tick(hdrive *d)
 	return t;
 }
 
+static htick tick(hdrive *d) { return tick_kind(d, false); }
+
 /* W1: the verdict on one call (and W6: its slot freed). */
+static int64_t oldest_call_ms(hdrive *d);
+
 static cn_err judge(hdrive *d, cn_err e, htick t, const char *what)
 {
-	if (t.slot >= 0)
+	if (t.slot >= 0) {
 		atomic_store(&d->inflight[t.slot].t0, 0);
+		if (atomic_load_explicit(&d->late, memory_order_relaxed) >= d->cfg.late_cap)
+			oldest_call_ms(d); /* W8: refusing; count again now that one returned */
+	}
 	int64_t took = mono_ms() - t.t0;
 	if (e == CN_ERR_IO || e == CN_ERR_OFFLINE) {
 		char why[96];
@@ -149,6 +173,18 @@ bool cn_drive_nowait(void)
 	return no_io;
 }
 
+/* W8: too many calls of this drive are late; logged once per episode. */
+static bool too_late(hdrive *d)
+{
+	if (atomic_load_explicit(&d->late, memory_order_relaxed) < d->cfg.late_cap)
+		return false;
+	if (!atomic_exchange(&d->refusing, true))
+		cn_log(CN_LOG_WARN, NULL, "drive %s: %d calls have not returned for over %lld ms; new "
+		       "calls skip it until they do", d->in->endpoint, atomic_load(&d->late),
+		       (long long)d->cfg.late_ms);
+	return true;
+}
+
 #define GUARD(d)                                  \
 	do {                                          \
 		if (no_io)                                \
@@ -156,6 +192,8 @@ bool cn_drive_nowait(void)
 		if (atomic_load(&(d)->offline) ||         \
 		    atomic_load(&(d)->refused))           \
 			return CN_ERR_OFFLINE; /* W2, W5 */   \
+		if (too_late(d))                          \
+			return CN_ERR_OFFLINE; /* W8 */       \
 	} while (0)
 
 #define CALL(d, what, expr)                       \
@@ -532,7 +570,9 @@ static cn_err h_upload_remove(cn_drive *dd, const char *vol, const char *upload_
 static cn_err h_sync(cn_drive *dd)
 {
 	hdrive *d = H(dd);
-	CALL(d, "sync", d->in->ops->sync(d->in));
+	GUARD(d);
+	htick t0 = tick_kind(d, true); /* W8: not counted late */
+	return judge(d, d->in->ops->sync(d->in), t0, "sync");
 }
 static const void *h_sync_group(cn_drive *dd)
 {
@@ -588,15 +628,26 @@ static const cn_drive_ops health_ops = {
 };
 
 /* W3: one probe of the inner drive. */
-/* W6: the longest a tracked call has been running (0: none). */
+/* W6: the longest a tracked call has been running (0: none); W8: stores how many calls
+ * other than syncs have run longer than late_ms. */
 static int64_t oldest_call_ms(hdrive *d)
 {
 	int64_t now = mono_ms(), oldest = 0;
+	int late = 0;
 	for (int i = 0; i < INFLIGHT_SLOTS; i++) {
 		int64_t t0 = atomic_load(&d->inflight[i].t0);
-		if (t0 && now - t0 > oldest)
-			oldest = now - t0;
+		if (!t0)
+			continue;
+		int64_t ran = now - (t0 < 0 ? -t0 : t0);
+		if (ran > oldest)
+			oldest = ran;
+		if (t0 > 0 && d->cfg.late_ms > 0 && ran > d->cfg.late_ms)
+			late++;
 	}
+	atomic_store(&d->late, late);
+	if (late < d->cfg.late_cap && atomic_exchange(&d->refusing, false))
+		cn_log(CN_LOG_INFO, NULL, "drive %s: its late calls returned; calls reach it again",
+		       d->in->endpoint);
 	return oldest;
 }
 
@@ -627,8 +678,10 @@ static void *prober(void *arg)
 				pthread_cond_wait(&d->cv, &d->mu);
 				continue;
 			}
-			/* W6: watch the calls in progress */
+			/* W6, W8: watch the calls in progress */
 			int64_t every = d->cfg.stall_ms / 4;
+			if (d->cfg.late_ms > 0 && d->cfg.late_ms / 4 < every)
+				every = d->cfg.late_ms / 4;
 			every = every < 10 ? 10 : every > 1000 ? 1000 : every;
 			struct timespec ts;
 			cn_deadline_after_ms(every, &ts);
@@ -670,6 +723,10 @@ cn_err cn_drive_health_wrap(cn_drive *inner, const cn_drive_health_cfg *cfg, cn_
 	d->in = inner;
 	d->cfg.stall_ms = cfg && cfg->stall_ms ? cfg->stall_ms : 30000;
 	d->cfg.probe_ms = cfg && cfg->probe_ms > 0 ? cfg->probe_ms : 5000;
+	d->cfg.late_ms = cfg && cfg->late_ms ? cfg->late_ms : d->cfg.stall_ms / 10;
+	if (d->cfg.stall_ms < 0)
+		d->cfg.late_ms = -1; /* no stall limit, no W8 either */
+	d->cfg.late_cap = cfg && cfg->late_cap > 0 ? cfg->late_cap : 4;
 	atomic_init(&d->offline, false);
 	atomic_init(&d->refused, false);
 	atomic_init(&d->outages, 0);

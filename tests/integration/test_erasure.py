@@ -1015,3 +1015,98 @@ def test_hung_drive_does_not_stop_the_server(need_multi_drive, drive_server, roo
             os.unlink(p)
     srv.start()
     assert make_client(srv).get_object(Bucket=b, Key="hang/k")["Body"].read() == body
+
+
+def test_hung_drive_holds_few_workers(need_multi_drive, drive_server, root):
+    """Until CAIRN_DRIVE_MAX_TIMEOUT takes a hung drive offline (W6), every request that
+    asks it would hang with it and hold a worker. health W8: once 4 calls of the drive
+    have run a tenth of the limit, new calls skip it (the drive stays online), so with 8
+    workers and a GET a second on keys whose first-asked record is a FIFO, the hung GETs
+    stop at about 6 and the later ones, and GETs of other keys, answer at once from the
+    other drives. Without W8 every worker hangs and the server answers nothing until the
+    limit. When the FIFOs give way every GET has its bytes, and heal rewrites the
+    records."""
+    n = 4
+    srv = drive_server([os.path.join(root, "d{1...4}")], env={"CAIRN_DRIVE_MAX_TIMEOUT": "20s"},
+                       extra_args=("--workers", "8"))
+    s3 = make_client(srv)
+    b = unique_bucket("late")
+    s3.create_bucket(Bucket=b)
+    body = os.urandom(5000)
+
+    def first_drive(key):  # as test_hung_drive_does_not_stop_the_server
+        start = zlib.crc32(f"{b}/{key}".encode()) % n
+        return (n - 1 - start) % n + 1
+
+    keys = [k for k in (f"hang/{i}" for i in range(200)) if first_drive(k) == 1][:10]
+    assert len(keys) == 10
+    for k in keys + ["other/k"]:
+        s3.put_object(Bucket=b, Key=k, Body=body)
+    srv.stop()
+    fifos = []
+    for k in keys:
+        rec = record_of(os.path.join(root, "d1"), b, k)[0]
+        os.unlink(rec)
+        os.mkfifo(rec)
+        fifos.append(rec)
+    released = threading.Event()
+    # by fd, not by path: a reader that opens a FIFO just before it is unlinked is
+    # released too (a heal queued by the degraded GETs may)
+    fds = [os.open(rec, os.O_PATH) for rec in fifos]
+
+    def release():
+        while not released.is_set():
+            for fd in fds:
+                try:
+                    os.close(os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK))
+                except OSError:
+                    pass
+            time.sleep(0.05)
+
+    releaser = threading.Thread(target=release, daemon=True)
+    results = {}
+
+    def get(k):
+        t0 = time.time()
+        try:
+            data = make_client(srv, read_timeout=60).get_object(Bucket=b, Key=k)["Body"].read()
+            results[k] = (data == body, time.time() - t0)
+        except Exception as e:  # noqa: BLE001 - reported below
+            results[k] = (repr(e), time.time() - t0)
+
+    threads = []
+    try:
+        srv.start()
+        t_start = time.time()
+        for k in keys:
+            t = threading.Thread(target=get, args=(k,), daemon=True)
+            t.start()
+            threads.append(t)
+            time.sleep(1.0)
+        time.sleep(1.5)
+        assert time.time() - t_start < 15  # well before the 20 s limit
+        answered = [k for k in keys if k in results]
+        # the GETs after the first hung ones answered, byte-exact, from the other drives
+        assert len(answered) >= 3, results
+        assert all(results[k][0] is True and results[k][1] < 3 for k in answered), results
+        t1 = time.time()
+        assert make_client(srv).get_object(Bucket=b, Key="other/k")["Body"].read() == body
+        assert time.time() - t1 < 3
+        assert json.loads(admin_cli(srv, "info", "--json"))["onlineDrives"] == n
+        releaser.start()
+        for t in threads:
+            t.join(30)
+        assert all(results.get(k, (None,))[0] is True for k in keys), results
+    finally:
+        if not releaser.is_alive():
+            releaser.start()
+        for rec in fifos:
+            if os.path.exists(rec) and not os.path.isfile(rec):
+                os.unlink(rec)
+        time.sleep(0.5)
+        released.set()
+        for fd in fds:
+            os.close(fd)
+    assert wait_until(lambda: json.loads(admin_cli(srv, "info", "--json"))["onlineDrives"] == n, 30)
+    admin_cli(srv, "heal", b)
+    assert all(os.path.isfile(rec) for rec in fifos)

@@ -50,9 +50,15 @@ static cn_err f_stat_vol(cn_drive *d, const char *v, int64_t *ms)
 	return e ? e : F(d)->in->ops->stat_vol(F(d)->in, v, ms);
 }
 
+static cn_err f_sync(cn_drive *d)
+{
+	cn_err e = gate(F(d));
+	return e ? e : F(d)->in->ops->sync(F(d)->in);
+}
+
 static const cn_drive_ops fops = {
 	.close = f_close, .info = f_info, .read_sys = f_read_sys, .write_sys = f_write_sys,
-	.stat_vol = f_stat_vol,
+	.stat_vol = f_stat_vol, .sync = f_sync,
 };
 
 static bool wait_online(cn_drive *h, int ms)
@@ -65,9 +71,10 @@ static bool wait_online(cn_drive *h, int ms)
 	return !cn_drive_health_offline(h);
 }
 
-/* A health wrapper (stall 200 ms, probe every 30 ms) over a fault injector over a local
- * drive in a fresh folder /tmp/<name>.<pid> (written to dir); *fp: the injector. */
-static cn_drive *open_wrapped(char dir[64], const char *name, fdrive **fp)
+/* A health wrapper (cfg; NULL: stall 200 ms, probe every 30 ms) over a fault injector over
+ * a local drive in a fresh folder /tmp/<name>.<pid> (written to dir); *fp: the injector. */
+static cn_drive *open_wrapped_cfg(char dir[64], const char *name, fdrive **fp,
+                                  const cn_drive_health_cfg *c)
 {
 	snprintf(dir, 64, "/tmp/%s.%d", name, (int)getpid());
 	cn_drive *local;
@@ -79,9 +86,14 @@ static cn_drive *open_wrapped(char dir[64], const char *name, fdrive **fp)
 	f->in = local;
 	cn_drive_health_cfg cfg = { .stall_ms = 200, .probe_ms = 30 };
 	cn_drive *h;
-	CN_ASSERT(cn_drive_health_wrap(&f->base, &cfg, &h) == CN_OK);
+	CN_ASSERT(cn_drive_health_wrap(&f->base, c ? c : &cfg, &h) == CN_OK);
 	*fp = f;
 	return h;
+}
+
+static cn_drive *open_wrapped(char dir[64], const char *name, fdrive **fp)
+{
+	return open_wrapped_cfg(dir, name, fp, NULL);
 }
 
 static void close_wrapped(cn_drive *h, const char *dir)
@@ -187,6 +199,7 @@ typedef struct hung_arg {
 	cn_drive *h;
 	cn_err e;
 	atomic_int done;
+	bool sync; /* a sync call instead of a read */
 } hung_arg;
 
 static void *hung_call(void *p)
@@ -194,7 +207,7 @@ static void *hung_call(void *p)
 	hung_arg *a = p;
 	cn_buf b;
 	cn_buf_init(&b);
-	a->e = a->h->ops->read_sys(a->h, "x", 100, &b);
+	a->e = a->sync ? a->h->ops->sync(a->h) : a->h->ops->read_sys(a->h, "x", 100, &b);
 	cn_buf_fini(&b);
 	atomic_store(&a->done, 1);
 	return NULL;
@@ -244,11 +257,80 @@ TEST(test_hung_call_watchdog)
 	close_wrapped(h, dir);
 }
 
+/* Starts n calls (reads, or syncs) that each sleep delay_ms in the drive, then waits
+ * wait_ms: long enough for them to be late and for the prober to have counted them. */
+static void start_slow(cn_drive *h, fdrive *f, hung_arg *a, pthread_t *t, int n, bool sync,
+                       int delay_ms, int wait_ms)
+{
+	atomic_store(&f->delay_ms, delay_ms);
+	for (int i = 0; i < n; i++) {
+		a[i] = (hung_arg){ .h = h, .sync = sync };
+		CN_ASSERT(pthread_create(&t[i], NULL, hung_call, &a[i]) == 0);
+	}
+	usleep((useconds_t)wait_ms * 1000);
+	atomic_store(&f->delay_ms, 0);
+}
+
+static void join_slow(hung_arg *a, pthread_t *t, int n)
+{
+	for (int i = 0; i < n; i++) {
+		pthread_join(t[i], NULL);
+		CHECK_EQ_INT(a[i].e, CN_OK);
+	}
+}
+
+/* W8: while late_cap calls are late, new calls are refused at once (CN_ERR_OFFLINE, the
+ * drive not reached and not taken offline); fewer late calls, or late syncs, refuse
+ * nothing; when the late calls return, calls go through again. */
+TEST(test_late_calls_refuse_new_ones)
+{
+	char dir[64];
+	fdrive *f;
+	cn_drive_health_cfg cfg = { .stall_ms = 5000, .probe_ms = 30, .late_ms = 100, .late_cap = 3 };
+	cn_drive *h = open_wrapped_cfg(dir, "cn_health_late", &f, &cfg);
+	CHECK_EQ_INT(h->ops->write_sys(h, "x", "abc", 3), CN_OK);
+	cn_buf b;
+	cn_buf_init(&b);
+	hung_arg a[3];
+	pthread_t t[3];
+
+	/* three late reads: the next call is refused without reaching the drive */
+	start_slow(h, f, a, t, 3, false, 1200, 400);
+	int calls = atomic_load(&f->calls);
+	int64_t t1 = now_ms();
+	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_ERR_OFFLINE);
+	CHECK_EQ_INT(h->ops->stat_vol(h, "nobucket", NULL), CN_ERR_OFFLINE);
+	CHECK(now_ms() - t1 < 100);
+	CHECK_EQ_INT(atomic_load(&f->calls), calls);
+	CHECK(!cn_drive_health_offline(h));
+	join_slow(a, t, 3);
+	usleep(100000); /* the prober's next look (every 25 ms) */
+	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_OK);
+
+	/* two late reads (below the cap): calls go through */
+	start_slow(h, f, a, t, 2, false, 800, 400);
+	calls = atomic_load(&f->calls);
+	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_OK);
+	CHECK_EQ_INT(atomic_load(&f->calls), calls + 1);
+	join_slow(a, t, 2);
+
+	/* three late syncs (a group commit under load) refuse nothing */
+	start_slow(h, f, a, t, 3, true, 800, 400);
+	calls = atomic_load(&f->calls);
+	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_OK);
+	CHECK_EQ_INT(atomic_load(&f->calls), calls + 1);
+	join_slow(a, t, 3);
+	CHECK(!cn_drive_health_offline(h));
+	cn_buf_fini(&b);
+	close_wrapped(h, dir);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
 	RUN(test_errors_and_stalls);
 	RUN(test_hung_call_watchdog);
+	RUN(test_late_calls_refuse_new_ones);
 	RUN(test_refused);
 	TEST_END();
 }
