@@ -383,6 +383,7 @@ int cn_cli_server(int argc, char **argv)
 		return 1;
 	}
 	const char *lg = getenv("CAIRN_LINGER_MS");
+	const char *grow = getenv("CAIRN_WORKERS_GROW_AFTER_MS"); /* net.h; tests: -1 */
 	if (loops == 0) {
 		/* one loop per two CPUs: the other half runs workers (hashing, disk). On the
 		 * 2-core bench machines one loop used less CPU per request than two for the
@@ -396,7 +397,8 @@ int cn_cli_server(int argc, char **argv)
 	cn_net_config nc = { .host = host, .port = port, .workers = per_loop, .max_head = 32 * 1024,
 	                     .linger_ms = lg ? atoi(lg) : 50,
 	                     .inline_handler = getenv("CAIRN_NO_INLINE") ? NULL : serve_inline,
-	                     .reuseport = loops > 1 };
+	                     .reuseport = loops > 1,
+	                     .grow_after_ms = grow ? atoi(grow) : 0 };
 	for (int i = 0; i < loops; i++) {
 		cn_net *net = NULL;
 		if ((e = cn_net_new(&nc, serve, s3, &net))) {

@@ -13,7 +13,13 @@
  *     503 SlowDown and closes (never an unbounded queue, never a reset).
  *  5. A connection closed while its peer may still be sending (DRAIN: a body answered
  *     early, a refused head) is first shut for writing, then only read and discarded by
- *     the loop until EOF or its bounds (net.h: CN_CONN_DRAIN_CLOSE); it never serves again. */
+ *     the loop until EOF or its bounds (net.h: CN_CONN_DRAIN_CLOSE); it never serves again.
+ *  6. Requests never wait forever behind workers that hang: when connections are queued
+ *     and no worker has finished a request for grow_after_ms, the loop starts more
+ *     workers (4 at a time, at most cfg.workers more in all; they stay). A worker blocked
+ *     in a call that cannot be interrupted (a hung drive: drive.h health W6, W8) then holds
+ *     only itself, and the requests that do not need what hangs are served. A pool that
+ *     is merely busy finishes requests and does not grow. */
 #include "net/net.h"
 
 #include <arpa/inet.h>
@@ -45,8 +51,11 @@ struct cn_net {
 	int lfd, epfd, evfd;
 	int port;
 	volatile sig_atomic_t stopping;
-	pthread_t *threads;
-	int nthreads;
+	pthread_t *threads;      /* room for cfg.workers * 2 (invariant 6) */
+	int nthreads;            /* started (loop thread only, after cn_net_new) */
+	int64_t last_done;       /* when a worker last finished a request (under mu) */
+	int64_t last_grow;       /* when the pool last grew (loop thread) */
+	int64_t next_grow_check; /* (loop thread) */
 	/* work queue: loop -> workers */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -582,8 +591,10 @@ static void *worker_main(void *arg)
 			shutdown(c->fd, SHUT_WR); /* the response is out: FIN now, the loop drains */
 			c->drain_close = true;
 		}
+		int64_t done = cn_mono_ms();
 		pthread_mutex_lock(&n->mu);
 		n->busy--;
+		n->last_done = done;
 		c->qnext = n->bhead;
 		n->bhead = c;
 		pthread_mutex_unlock(&n->mu);
@@ -591,6 +602,20 @@ static void *worker_main(void *arg)
 		ssize_t w = write(n->evfd, &one, sizeof one);
 		(void)w;
 	}
+}
+
+/* Starts up to k more workers (within the room of n->threads). */
+static void start_workers(cn_net *n, int k)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 1 << 20);
+	for (int i = 0; i < k && n->nthreads < n->cfg.workers * 2; i++) {
+		if (pthread_create(&n->threads[n->nthreads], &attr, worker_main, n) != 0)
+			break;
+		n->nthreads++;
+	}
+	pthread_attr_destroy(&attr);
 }
 
 cn_err cn_net_new(const cn_net_config *cfg, cn_net_handler h, void *ctx, cn_net **out)
@@ -615,6 +640,8 @@ cn_err cn_net_new(const cn_net_config *cfg, cn_net_handler h, void *ctx, cn_net 
 		n->cfg.linger_ms = 0;
 	if (n->cfg.max_head == 0)
 		n->cfg.max_head = 32 * 1024;
+	if (n->cfg.grow_after_ms == 0)
+		n->cfg.grow_after_ms = 2000;
 	n->handler = h;
 	n->ctx = ctx;
 	pthread_mutex_init(&n->mu, NULL);
@@ -666,18 +693,35 @@ cn_err cn_net_new(const cn_net_config *cfg, cn_net_handler h, void *ctx, cn_net 
 	ev.data.ptr = &n->evfd;
 	epoll_ctl(n->epfd, EPOLL_CTL_ADD, n->evfd, &ev);
 
-	n->threads = calloc((size_t)n->cfg.workers, sizeof *n->threads);
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 1 << 20);
-	for (int i = 0; i < n->cfg.workers; i++) {
-		if (pthread_create(&n->threads[i], &attr, worker_main, n) != 0)
-			break;
-		n->nthreads++;
-	}
-	pthread_attr_destroy(&attr);
+	n->threads = calloc((size_t)n->cfg.workers * 2, sizeof *n->threads);
+	n->last_done = n->last_grow = cn_mono_ms();
+	start_workers(n, n->cfg.workers);
 	*out = n;
 	return CN_OK;
+}
+
+/* Invariant 6: loop thread. More workers when queued requests wait on a pool that has
+ * finished nothing for grow_after_ms. */
+static void maybe_grow(cn_net *n, int64_t now)
+{
+	if (n->cfg.grow_after_ms < 0 || n->nthreads >= n->cfg.workers * 2 ||
+	    now - n->last_grow < n->cfg.grow_after_ms || now < n->next_grow_check)
+		return;
+	n->next_grow_check = now + (n->cfg.grow_after_ms / 4 < 250 ? n->cfg.grow_after_ms / 4 : 250);
+	pthread_mutex_lock(&n->mu);
+	size_t queued = n->qlen;
+	int64_t idle_for = now - n->last_done;
+	pthread_mutex_unlock(&n->mu);
+	if (queued == 0 || idle_for < n->cfg.grow_after_ms)
+		return;
+	int add = n->cfg.workers * 2 - n->nthreads;
+	add = add > 4 ? 4 : add;
+	int had = n->nthreads;
+	start_workers(n, add);
+	n->last_grow = now;
+	cn_log(CN_LOG_WARN, NULL, "%zu requests wait and no worker has finished one for %lld ms "
+	       "(hung?): started %d more workers (%d in all, at most %d)", queued,
+	       (long long)idle_for, n->nthreads - had, n->nthreads, n->cfg.workers * 2);
 }
 
 int cn_net_port(cn_net *n)
@@ -729,6 +773,7 @@ cn_err cn_net_run(cn_net *n, int grace_ms)
 			expire(n);
 			last_scan = now;
 		}
+		maybe_grow(n, now);
 	}
 	/* Graceful stop: no new connections; let queued and busy requests finish. */
 	close(n->lfd);

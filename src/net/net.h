@@ -76,6 +76,10 @@ typedef struct cn_net_config {
 	 * per request for small reads. */
 	cn_net_handler inline_handler;
 	bool reuseport;         /* SO_REUSEPORT: several loops share the port (one per core) */
+	int grow_after_ms;      /* requests wait and no worker has finished one for this long
+	                           (all hung, e.g. on a drive that does not answer): start more
+	                           workers, up to `workers` more in all (loop.c invariant 6;
+	                           default 2000; < 0: never) */
 } cn_net_config;
 
 typedef struct cn_net cn_net;

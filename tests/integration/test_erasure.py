@@ -1017,18 +1017,52 @@ def test_hung_drive_does_not_stop_the_server(need_multi_drive, drive_server, roo
     assert make_client(srv).get_object(Bucket=b, Key="hang/k")["Body"].read() == body
 
 
-def test_hung_drive_holds_few_workers(need_multi_drive, drive_server, root):
-    """Until CAIRN_DRIVE_MAX_TIMEOUT takes a hung drive offline (W6), every request that
-    asks it would hang with it and hold a worker. health W8: once 4 calls of the drive
-    have run a tenth of the limit, new calls skip it (the drive stays online), so with 8
-    workers and a GET a second on keys whose first-asked record is a FIFO, the hung GETs
-    stop at about 6 and the later ones, and GETs of other keys, answer at once from the
-    other drives. Without W8 every worker hangs and the server answers nothing until the
-    limit. When the FIFOs give way every GET has its bytes, and heal rewrites the
-    records."""
+class HungRecords:
+    """Makes records FIFOs with no writer: a server's blocking open of one hangs in the
+    kernel, as on a dying disk or a hung mount. release() lets every open return (by fd,
+    so a reader that opens one just before close() unlinks it is released too: a heal
+    queued by degraded GETs may); close() unlinks them while still releasing."""
+
+    def __init__(self, paths):
+        self.paths = paths
+        for rec in paths:
+            os.unlink(rec)
+            os.mkfifo(rec)
+        self.fds = [os.open(rec, os.O_PATH) for rec in paths]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._release, daemon=True)
+
+    def _release(self):
+        while not self.stop.is_set():
+            for fd in self.fds:
+                try:
+                    os.close(os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK))
+                except OSError:
+                    pass
+            time.sleep(0.05)
+
+    def release(self):
+        if not self.thread.is_alive():
+            self.thread.start()
+
+    def close(self):
+        self.release()
+        for rec in self.paths:
+            if os.path.exists(rec) and not os.path.isfile(rec):
+                os.unlink(rec)
+        time.sleep(0.5)
+        self.stop.set()
+        for fd in self.fds:
+            os.close(fd)
+
+
+def hung_keys_setup(drive_server, root, env, workers, nkeys):
+    """4 drives; nkeys keys (and other/k) PUT, then the server restarted with the keys'
+    records on d1 (the drive their reads ask first) made FIFOs. Returns (srv, bucket,
+    keys, body, HungRecords)."""
     n = 4
-    srv = drive_server([os.path.join(root, "d{1...4}")], env={"CAIRN_DRIVE_MAX_TIMEOUT": "20s"},
-                       extra_args=("--workers", "8"))
+    srv = drive_server([os.path.join(root, "d{1...4}")], env=env,
+                       extra_args=("--workers", str(workers)))
     s3 = make_client(srv)
     b = unique_bucket("late")
     s3.create_bucket(Bucket=b)
@@ -1038,50 +1072,54 @@ def test_hung_drive_holds_few_workers(need_multi_drive, drive_server, root):
         start = zlib.crc32(f"{b}/{key}".encode()) % n
         return (n - 1 - start) % n + 1
 
-    keys = [k for k in (f"hang/{i}" for i in range(200)) if first_drive(k) == 1][:10]
-    assert len(keys) == 10
+    keys = [k for k in (f"hang/{i}" for i in range(400)) if first_drive(k) == 1][:nkeys]
+    assert len(keys) == nkeys
     for k in keys + ["other/k"]:
         s3.put_object(Bucket=b, Key=k, Body=body)
     srv.stop()
-    fifos = []
-    for k in keys:
-        rec = record_of(os.path.join(root, "d1"), b, k)[0]
-        os.unlink(rec)
-        os.mkfifo(rec)
-        fifos.append(rec)
-    released = threading.Event()
-    # by fd, not by path: a reader that opens a FIFO just before it is unlinked is
-    # released too (a heal queued by the degraded GETs may)
-    fds = [os.open(rec, os.O_PATH) for rec in fifos]
+    hung = HungRecords([record_of(os.path.join(root, "d1"), b, k)[0] for k in keys])
+    srv.start()
+    return srv, b, keys, body, hung
 
-    def release():
-        while not released.is_set():
-            for fd in fds:
-                try:
-                    os.close(os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK))
-                except OSError:
-                    pass
-            time.sleep(0.05)
 
-    releaser = threading.Thread(target=release, daemon=True)
-    results = {}
-
-    def get(k):
+def start_get(srv, b, k, body, results):
+    def get():
         t0 = time.time()
         try:
             data = make_client(srv, read_timeout=60).get_object(Bucket=b, Key=k)["Body"].read()
             results[k] = (data == body, time.time() - t0)
-        except Exception as e:  # noqa: BLE001 - reported below
+        except Exception as e:  # noqa: BLE001 - reported by the caller's asserts
             results[k] = (repr(e), time.time() - t0)
 
-    threads = []
+    t = threading.Thread(target=get, daemon=True)
+    t.start()
+    return t
+
+
+def heal_hung_records(srv, b, hung):
+    """After HungRecords.close(): the drive online, heal rewrites every record it lost."""
+    assert wait_until(lambda: json.loads(admin_cli(srv, "info", "--json"))["onlineDrives"] == 4, 30)
+    admin_cli(srv, "heal", b)
+    assert all(os.path.isfile(rec) for rec in hung.paths)
+
+
+def test_hung_drive_holds_few_workers(need_multi_drive, drive_server, root):
+    """Until CAIRN_DRIVE_MAX_TIMEOUT takes a hung drive offline (W6), every request that
+    asks it would hang with it and hold a worker. health W8: once 4 calls of the drive
+    have run a tenth of the limit, new calls skip it (the drive stays online), so with 8
+    workers and a GET a second on keys whose first-asked record is a FIFO, the hung GETs
+    stop at about 6 and the later ones, and GETs of other keys, answer at once from the
+    other drives. Without W8 every worker hangs and the server answers nothing until the
+    limit (the pool's growth, net/loop.c invariant 6, is off here to show W8 alone). When
+    the FIFOs give way every GET has its bytes, and heal rewrites the records."""
+    srv, b, keys, body, hung = hung_keys_setup(
+        drive_server, root, {"CAIRN_DRIVE_MAX_TIMEOUT": "20s", "CAIRN_WORKERS_GROW_AFTER_MS": "-1"},
+        8, 10)
+    results, threads = {}, []
     try:
-        srv.start()
         t_start = time.time()
         for k in keys:
-            t = threading.Thread(target=get, args=(k,), daemon=True)
-            t.start()
-            threads.append(t)
+            threads.append(start_get(srv, b, k, body, results))
             time.sleep(1.0)
         time.sleep(1.5)
         assert time.time() - t_start < 15  # well before the 20 s limit
@@ -1092,21 +1130,37 @@ def test_hung_drive_holds_few_workers(need_multi_drive, drive_server, root):
         t1 = time.time()
         assert make_client(srv).get_object(Bucket=b, Key="other/k")["Body"].read() == body
         assert time.time() - t1 < 3
-        assert json.loads(admin_cli(srv, "info", "--json"))["onlineDrives"] == n
-        releaser.start()
+        assert json.loads(admin_cli(srv, "info", "--json"))["onlineDrives"] == 4
+        hung.release()
         for t in threads:
             t.join(30)
         assert all(results.get(k, (None,))[0] is True for k in keys), results
     finally:
-        if not releaser.is_alive():
-            releaser.start()
-        for rec in fifos:
-            if os.path.exists(rec) and not os.path.isfile(rec):
-                os.unlink(rec)
+        hung.close()
+    heal_hung_records(srv, b, hung)
+
+
+def test_hung_workers_are_replaced(need_multi_drive, drive_server, root):
+    """All 4 workers hang at once on FIFO'd records (too fast for W8, whose late limit is
+    6 s here): the loop sees requests waiting and nothing finished for 2 s and starts
+    more workers (net/loop.c invariant 6), so a PUT of another key answers in seconds,
+    not after the drive limit (60 s). The hung GETs complete byte-exact when the FIFOs
+    give way."""
+    srv, b, keys, body, hung = hung_keys_setup(
+        drive_server, root, {"CAIRN_DRIVE_MAX_TIMEOUT": "60s"}, 4, 4)
+    results, threads = {}, []
+    try:
+        threads = [start_get(srv, b, k, body, results) for k in keys]
         time.sleep(0.5)
-        released.set()
-        for fd in fds:
-            os.close(fd)
-    assert wait_until(lambda: json.loads(admin_cli(srv, "info", "--json"))["onlineDrives"] == n, 30)
-    admin_cli(srv, "heal", b)
-    assert all(os.path.isfile(rec) for rec in fifos)
+        assert not results, results  # all four hang
+        t1 = time.time()  # a PUT needs a worker (a GET of other/k may be served on the loop)
+        make_client(srv, read_timeout=20).put_object(Bucket=b, Key="other/k2", Body=body)
+        assert time.time() - t1 < 8
+        assert make_client(srv).get_object(Bucket=b, Key="other/k2")["Body"].read() == body
+        hung.release()
+        for t in threads:
+            t.join(30)
+        assert all(results.get(k, (None,))[0] is True for k in keys), results
+    finally:
+        hung.close()
+    heal_hung_records(srv, b, hung)

@@ -9,6 +9,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdbool.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,12 +25,16 @@ static const char *head_end(cn_conn *c)
 static const char resp_w[] = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nW";
 static const char resp_i[] = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nI";
 
+static atomic_int hang_open = 1; /* HANG requests wait while this is 0 */
+
 static cn_conn_verdict worker(void *ctx, cn_conn *c)
 {
 	(void)ctx;
 	while (cn_conn_has_head(c)) {
 		const char *end = head_end(c);
 		bool get = strncmp(c->buf + c->off, "GET ", 4) == 0;
+		while (strncmp(c->buf + c->off, "HANG ", 5) == 0 && !atomic_load(&hang_open))
+			usleep(5000); /* as a worker blocked in a hung drive call */
 		c->off = (size_t)(end + 4 - c->buf);
 		if (cn_conn_write(c, resp_w, sizeof resp_w - 1))
 			return CN_CONN_CLOSE;
@@ -129,10 +135,67 @@ TEST(loop_next_without_inline_handler_keeps_lingering)
 	CHECK_EQ_STR(who, "WWWW");
 }
 
+static int connect_to(cn_net *n)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)cn_net_port(n)) };
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Invariant 6: with both workers hung, a third request is served by a worker started for
+ * it (after grow_after_ms with nothing finished), not after the hung ones return. */
+TEST(hung_workers_do_not_stop_the_pool)
+{
+	atomic_store(&hang_open, 0);
+	cn_net_config cfg = { .host = "127.0.0.1", .port = 0, .workers = 2, .grow_after_ms = 300 };
+	cn_net *n = NULL;
+	CN_ASSERT(cn_net_new(&cfg, worker, NULL, &n) == CN_OK);
+	pthread_t th;
+	pthread_create(&th, NULL, run, n);
+	int hung[2], fd;
+	char req[] = "HANG / HTTP/1.1\r\nHost: x\r\n\r\n";
+	for (int i = 0; i < 2; i++) {
+		hung[i] = connect_to(n);
+		CHECK(hung[i] >= 0 && write(hung[i], req, sizeof req - 1) == (ssize_t)(sizeof req - 1));
+	}
+	usleep(100000); /* both workers took a HANG */
+	double t0 = now_s();
+	fd = connect_to(n);
+	CHECK(fd >= 0);
+	struct timeval tv = { .tv_sec = 8 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	CHECK(ask(fd, "PUT") == 'W');
+	double took = now_s() - t0;
+	CHECK(took >= 0.25 && took < 3.0); /* a new worker, not a hung one released */
+	atomic_store(&hang_open, 1);
+	for (int i = 0; i < 2; i++) {
+		char buf[64];
+		CHECK(read(hung[i], buf, sizeof resp_w - 1) == (ssize_t)(sizeof resp_w - 1));
+		close(hung[i]);
+	}
+	close(fd);
+	cn_net_stop(n);
+	pthread_join(th, NULL);
+	cn_net_free(n);
+}
+
 int main(void)
 {
 	RUN(worker_lingers_without_loop_next);
 	RUN(loop_next_hands_the_connection_back);
 	RUN(loop_next_without_inline_handler_keeps_lingering);
+	RUN(hung_workers_do_not_stop_the_pool);
 	TEST_END();
 }
