@@ -30,6 +30,8 @@ typedef struct cn_drive_info {
 	bool online;
 	uint64_t outages; /* times the health wrapper took the drive offline (0 without one):
 	                     a change tells that it was away, however briefly */
+	uint64_t refused; /* calls the health wrapper turned away while others were late
+	                     (health.c W8; 0 without one) */
 	/* The filesystem the drive's folder lies on and the one its parent folder lies on
 	 * (they differ when the folder is a mounted disk's root): a drive on the filesystem
 	 * that holds the other drives' mount points is a disk not mounted. 0: unknown. */

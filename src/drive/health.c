@@ -67,6 +67,7 @@ typedef struct hdrive {
 	atomic_bool offline;
 	atomic_bool refused;     /* W5 */
 	atomic_uint_fast64_t outages;
+	atomic_uint_fast64_t refused_calls; /* W8 */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stop;
@@ -178,6 +179,7 @@ static bool too_late(hdrive *d)
 {
 	if (atomic_load_explicit(&d->late, memory_order_relaxed) < d->cfg.late_cap)
 		return false;
+	atomic_fetch_add_explicit(&d->refused_calls, 1, memory_order_relaxed);
 	if (!atomic_exchange(&d->refusing, true))
 		cn_log(CN_LOG_WARN, NULL, "drive %s: %d calls have not returned for over %lld ms; new "
 		       "calls skip it until they do", d->in->endpoint, atomic_load(&d->late),
@@ -253,6 +255,7 @@ static cn_err h_info(cn_drive *dd, cn_drive_info *out)
 	if (atomic_load(&d->offline) || atomic_load(&d->refused)) {
 		memset(out, 0, sizeof *out);
 		out->outages = atomic_load(&d->outages);
+		out->refused = atomic_load(&d->refused_calls);
 		return CN_OK; /* answered: online = false */
 	}
 	htick t0 = tick(d);
@@ -263,6 +266,7 @@ static cn_err h_info(cn_drive *dd, cn_drive_info *out)
 	if (atomic_load(&d->offline))
 		out->online = false;
 	out->outages = atomic_load(&d->outages);
+	out->refused = atomic_load(&d->refused_calls);
 	return e;
 }
 

@@ -529,6 +529,8 @@ cn_err cn_obj_get_state(cn_obj_store *s, cn_obj_state *out)
 					d->online = di.online;
 					d->total = di.total;
 					d->free = di.free;
+					d->outages = di.outages;
+					d->refused = di.refused;
 				}
 			}
 		}

@@ -425,6 +425,7 @@ typedef struct cn_obj_drive_state {
 	bool online;
 	bool suspended; /* holds another slot's format, or an unmounted disk's mount point */
 	uint64_t total, free;
+	uint64_t outages, refused; /* cn_drive_info's: times taken offline, calls turned away */
 } cn_obj_drive_state;
 typedef struct cn_obj_state {
 	char deployment[33];

@@ -164,15 +164,21 @@ static void node_metrics(cn_s3_server *s, const cn_obj_state *st, cn_buf *b)
 		{ "minio_node_drive_free_bytes", "Total free space left on a drive", 1 },
 		{ "minio_node_drive_used_bytes", "Total storage used on a drive", 2 },
 		{ "cairn_node_drive_online", "1 when the drive is online, 0 when offline or suspended", 3 },
+		{ "cairn_node_drive_offline_events_total",
+		  "Times the drive was taken offline (errors, stalls, its folder gone)", 4 },
+		{ "cairn_node_drive_calls_refused_total",
+		  "Calls that skipped the drive while 4 of its calls were late (hung?)", 5 },
 	};
 	for (size_t m = 0; m < sizeof per_drive / sizeof per_drive[0]; m++) {
-		help(b, per_drive[m].name, "gauge", per_drive[m].text);
+		help(b, per_drive[m].name, per_drive[m].what >= 4 ? "counter" : "gauge", per_drive[m].text);
 		for (size_t i = 0; i < st->ndrives; i++) {
 			const cn_obj_drive_state *d = &st->drives[i];
 			uint64_t v = per_drive[m].what == 0   ? d->total
 			             : per_drive[m].what == 1 ? d->free
 			             : per_drive[m].what == 2 ? (d->total > d->free ? d->total - d->free : 0)
-			                                      : d->online;
+			             : per_drive[m].what == 3 ? d->online
+			             : per_drive[m].what == 4 ? d->outages
+			                                      : d->refused;
 			cn_buf_printf(b, "%s{drive=\"", per_drive[m].name);
 			label_value(b, d->endpoint);
 			cn_buf_printf(b, "\",pool=\"%u\",set=\"%u\",slot=\"%u\"} %llu\n", d->pool, d->set, d->slot,

@@ -1113,8 +1113,8 @@ def test_hung_drive_holds_few_workers(need_multi_drive, drive_server, root):
     limit (the pool's growth, net/loop.c invariant 6, is off here to show W8 alone). When
     the FIFOs give way every GET has its bytes, and heal rewrites the records."""
     srv, b, keys, body, hung = hung_keys_setup(
-        drive_server, root, {"CAIRN_DRIVE_MAX_TIMEOUT": "20s", "CAIRN_WORKERS_GROW_AFTER_MS": "-1"},
-        8, 10)
+        drive_server, root, {"CAIRN_DRIVE_MAX_TIMEOUT": "20s", "CAIRN_WORKERS_GROW_AFTER_MS": "-1",
+                             "CAIRN_PROMETHEUS_AUTH_TYPE": "public"}, 8, 10)
     results, threads = {}, []
     try:
         t_start = time.time()
@@ -1131,6 +1131,14 @@ def test_hung_drive_holds_few_workers(need_multi_drive, drive_server, root):
         assert make_client(srv).get_object(Bucket=b, Key="other/k")["Body"].read() == body
         assert time.time() - t1 < 3
         assert json.loads(admin_cli(srv, "info", "--json"))["onlineDrives"] == 4
+        node = http_get(f"{srv.endpoint}/minio/v2/metrics/node")[2].decode()
+
+        def per_drive(name):
+            return {d.rsplit("/", 1)[1]: float(v) for d, v in re.findall(
+                r'^%s\{drive="([^"]*)"[^}]*\} (\S+)$' % name, node, re.M)}
+        refused = per_drive("cairn_node_drive_calls_refused_total")
+        assert refused["d1"] >= 3 and refused["d2"] == refused["d3"] == refused["d4"] == 0, refused
+        assert set(per_drive("cairn_node_drive_offline_events_total").values()) == {0.0}
         hung.release()
         for t in threads:
             t.join(30)

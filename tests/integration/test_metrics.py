@@ -172,6 +172,10 @@ def test_public_mode_and_drive_gauges(drive_server, tmp_path):
     gone = [v for (n, labels), v in node.items()
             if n == "cairn_node_drive_online" and f'drive="{tmp_path / "d3"}"' in labels]
     assert gone == [0.0]
+    events = {labels.split('drive="')[1].split('"')[0]: v for (n, labels), v in node.items()
+              if n == "cairn_node_drive_offline_events_total"}
+    assert len(events) == 4 and events[str(tmp_path / "d3")] >= 1
+    assert all(v == 0 for d, v in events.items() if d != str(tmp_path / "d3")), events
 
 
 def test_bad_auth_type_refused_at_start(tmp_path):

@@ -303,6 +303,9 @@ TEST(test_late_calls_refuse_new_ones)
 	CHECK(now_ms() - t1 < 100);
 	CHECK_EQ_INT(atomic_load(&f->calls), calls);
 	CHECK(!cn_drive_health_offline(h));
+	cn_drive_info di;
+	CHECK_EQ_INT(h->ops->info(h, &di), CN_OK);
+	CHECK(di.online && di.refused == 2 && di.outages == 0); /* metrics' counters */
 	join_slow(a, t, 3);
 	usleep(100000); /* the prober's next look (every 25 ms) */
 	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_OK);
