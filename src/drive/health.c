@@ -42,7 +42,9 @@
  *      soon as enough late calls have returned. sync calls are tracked for W6 but
  *      not counted late: a group commit's wait grows with the load, not with a hang, and a
  *      busy filesystem must not turn every PUT away. Handles opened before (file_write,
- *      rfile_read) are not refused (W2). Calls finding no slot (W6) are not counted. */
+ *      rfile_read) are not refused (W2). Calls finding no slot (W6) are not counted.
+ *      While refusing, info answers the last figures the drive gave (online) and reopen
+ *      fails, so metrics and the drive monitor do not hang on it either. */
 #include "drive/drive.h"
 
 #include <pthread.h>
@@ -68,6 +70,8 @@ typedef struct hdrive {
 	atomic_bool refused;     /* W5 */
 	atomic_uint_fast64_t outages;
 	atomic_uint_fast64_t refused_calls; /* W8 */
+	/* the last info the drive answered (W8: what info says while refusing) */
+	atomic_uint_fast64_t last_total, last_free, last_used, last_fs, last_parent_fs;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stop;
@@ -258,9 +262,28 @@ static cn_err h_info(cn_drive *dd, cn_drive_info *out)
 		out->refused = atomic_load(&d->refused_calls);
 		return CN_OK; /* answered: online = false */
 	}
+	if (too_late(d)) { /* W8: the statvfs could hang too; answer what is known */
+		memset(out, 0, sizeof *out);
+		out->online = true;
+		out->total = atomic_load(&d->last_total);
+		out->free = atomic_load(&d->last_free);
+		out->used = atomic_load(&d->last_used);
+		out->fs_id = atomic_load(&d->last_fs);
+		out->parent_fs_id = atomic_load(&d->last_parent_fs);
+		out->outages = atomic_load(&d->outages);
+		out->refused = atomic_load(&d->refused_calls);
+		return CN_OK;
+	}
 	htick t0 = tick(d);
 	cn_err e = d->in->ops->info(d->in, out);
 	judge(d, e, t0, "info");
+	if (e == CN_OK) {
+		atomic_store(&d->last_total, out->total);
+		atomic_store(&d->last_free, out->free);
+		atomic_store(&d->last_used, out->used);
+		atomic_store(&d->last_fs, out->fs_id);
+		atomic_store(&d->last_parent_fs, out->parent_fs_id);
+	}
 	if (e == CN_OK && !out->online)
 		mark_offline(d, "its folder is gone"); /* W1 */
 	if (atomic_load(&d->offline))
@@ -298,8 +321,8 @@ static bool probe(hdrive *d);
 static cn_err h_reopen(cn_drive *dd)
 {
 	hdrive *d = H(dd);
-	if (!d->in->ops->reopen)
-		return CN_ERR_OFFLINE;
+	if (!d->in->ops->reopen || too_late(d))
+		return CN_ERR_OFFLINE; /* W8: its folder calls could hang too */
 	cn_err e = d->in->ops->reopen(d->in);
 	if (!e && atomic_load(&d->offline) && probe(d) && atomic_exchange(&d->offline, false))
 		cn_log(CN_LOG_INFO, NULL, "drive %s: back online (re-opened)", d->in->endpoint);
@@ -728,6 +751,8 @@ cn_err cn_drive_health_wrap(cn_drive *inner, const cn_drive_health_cfg *cfg, cn_
 	d->cfg.stall_ms = cfg && cfg->stall_ms ? cfg->stall_ms : 30000;
 	d->cfg.probe_ms = cfg && cfg->probe_ms > 0 ? cfg->probe_ms : 5000;
 	d->cfg.late_ms = cfg && cfg->late_ms ? cfg->late_ms : d->cfg.stall_ms / 10;
+	if (d->cfg.late_ms == 0)
+		d->cfg.late_ms = 1; /* stall limits under 10 ms */
 	if (d->cfg.stall_ms < 0)
 		d->cfg.late_ms = -1; /* no stall limit, no W8 either */
 	d->cfg.late_cap = cfg && cfg->late_cap > 0 ? cfg->late_cap : 4;

@@ -14,9 +14,10 @@
  *  5. A connection closed while its peer may still be sending (DRAIN: a body answered
  *     early, a refused head) is first shut for writing, then only read and discarded by
  *     the loop until EOF or its bounds (net.h: CN_CONN_DRAIN_CLOSE); it never serves again.
- *  6. Requests never wait forever behind workers that hang: when connections are queued
- *     and no worker has finished a request for grow_after_ms, the loop starts more
- *     workers (4 at a time, at most cfg.workers more in all; they stay). A worker blocked
+ *  6. Requests never wait forever behind workers that hang: when the oldest queued
+ *     connection has waited grow_after_ms and no worker has finished a request for as
+ *     long, the loop starts more workers (4 at a time, at most cfg.workers more in all;
+ *     they stay). A worker blocked
  *     in a call that cannot be interrupted (a hung drive: drive.h health W6, W8) then holds
  *     only itself, and the requests that do not need what hangs are served. A pool that
  *     is merely busy finishes requests and does not grow. */
@@ -222,6 +223,7 @@ static void dispatch(cn_net *n, cn_conn *c)
 	}
 	c->state = ST_QUEUED;
 	c->qnext = NULL;
+	c->queued_at = cn_mono_ms();
 	if (n->qtail)
 		n->qtail->qnext = c;
 	else
@@ -710,9 +712,12 @@ static void maybe_grow(cn_net *n, int64_t now)
 	n->next_grow_check = now + (n->cfg.grow_after_ms / 4 < 250 ? n->cfg.grow_after_ms / 4 : 250);
 	pthread_mutex_lock(&n->mu);
 	size_t queued = n->qlen;
+	int64_t waited = n->qhead ? now - n->qhead->queued_at : 0;
 	int64_t idle_for = now - n->last_done;
 	pthread_mutex_unlock(&n->mu);
-	if (queued == 0 || idle_for < n->cfg.grow_after_ms)
+	/* the oldest queued request has waited, and nothing finished, for the whole time: not
+	 * a request that just arrived at an idle pool */
+	if (queued == 0 || waited < n->cfg.grow_after_ms || idle_for < n->cfg.grow_after_ms)
 		return;
 	int add = n->cfg.workers * 2 - n->nthreads;
 	add = add > 4 ? 4 : add;

@@ -21,6 +21,7 @@ typedef struct cn_conn {
 	char peer[64];
 	/* loop-private */
 	int64_t deadline_ms;
+	int64_t queued_at;   /* when dispatch queued it for a worker (loop.c invariant 6) */
 	size_t scanned;      /* bytes already searched for the end of the head */
 	int state;
 	int events;          /* epoll interest now registered (loop.c) */

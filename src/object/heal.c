@@ -523,15 +523,15 @@ cn_err cn_obj_get_state(cn_obj_store *s, cn_obj_state *out)
 				d->slot = (unsigned)i;
 				const char *ep = cn_ec_set_endpoint(set, i);
 				snprintf(d->endpoint, sizeof d->endpoint, "%s", ep ? ep : "(refused)");
-				cn_drive_info di;
+				cn_drive_info di = { 0 };
 				d->suspended = cn_ec_set_suspended(set, i);
 				if (cn_ec_set_drive_info(set, i, &di) == CN_OK) {
 					d->online = di.online;
 					d->total = di.total;
 					d->free = di.free;
-					d->outages = di.outages;
-					d->refused = di.refused;
 				}
+				d->outages = di.outages; /* counters: the health wrapper fills them always */
+				d->refused = di.refused;
 			}
 		}
 	}

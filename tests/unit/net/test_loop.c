@@ -178,7 +178,7 @@ TEST(hung_workers_do_not_stop_the_pool)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	CHECK(ask(fd, "PUT") == 'W');
 	double took = now_s() - t0;
-	CHECK(took >= 0.25 && took < 3.0); /* a new worker, not a hung one released */
+	CHECK(took < 3.0); /* a new worker: the hung ones are not released before 8 s */
 	atomic_store(&hang_open, 1);
 	for (int i = 0; i < 2; i++) {
 		char buf[64];
