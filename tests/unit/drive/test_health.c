@@ -311,7 +311,6 @@ TEST(test_late_calls_refuse_new_ones)
 	CHECK_EQ_INT(h->ops->info(h, &di), CN_OK);
 	CHECK(di.online && di.total == d0.total && di.refused == 3 && di.outages == 0);
 	CHECK_EQ_INT(atomic_load(&f->calls), calls);
-	CHECK_EQ_INT(h->ops->reopen ? h->ops->reopen(h) : CN_ERR_OFFLINE, CN_ERR_OFFLINE);
 	join_slow(a, t, 3);
 	usleep(100000); /* the prober's next look (every 25 ms) */
 	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_OK);
