@@ -70,9 +70,8 @@ typedef struct hdrive {
 	atomic_bool refused;     /* W5 */
 	atomic_uint_fast64_t outages;
 	atomic_uint_fast64_t refused_calls; /* W8 */
-	/* the last info the drive answered (W8: what info says while refusing) */
-	atomic_uint_fast64_t last_total, last_free, last_used, last_fs, last_parent_fs;
 	pthread_mutex_t mu;
+	cn_drive_info last_info; /* under mu: the drive's last answer (W8: info while refusing) */
 	pthread_cond_t cv;
 	bool stop;
 	pthread_t prober;
@@ -256,38 +255,30 @@ static cn_err h_info(cn_drive *dd, cn_drive_info *out)
 	hdrive *d = H(dd);
 	if (no_io)
 		return CN_ERR_BUSY; /* W7 */
+	cn_err e = CN_OK;
 	if (atomic_load(&d->offline) || atomic_load(&d->refused)) {
-		memset(out, 0, sizeof *out);
-		out->outages = atomic_load(&d->outages);
-		out->refused = atomic_load(&d->refused_calls);
-		return CN_OK; /* answered: online = false */
+		memset(out, 0, sizeof *out); /* answered: online = false */
+		goto counters;
 	}
-	if (too_late(d)) { /* W8: the statvfs could hang too; answer what is known */
-		memset(out, 0, sizeof *out);
+	if (too_late(d)) { /* W8: the statvfs could hang too; answer the last figures */
+		pthread_mutex_lock(&d->mu);
+		*out = d->last_info;
+		pthread_mutex_unlock(&d->mu);
 		out->online = true;
-		out->total = atomic_load(&d->last_total);
-		out->free = atomic_load(&d->last_free);
-		out->used = atomic_load(&d->last_used);
-		out->fs_id = atomic_load(&d->last_fs);
-		out->parent_fs_id = atomic_load(&d->last_parent_fs);
-		out->outages = atomic_load(&d->outages);
-		out->refused = atomic_load(&d->refused_calls);
-		return CN_OK;
+		goto counters;
 	}
 	htick t0 = tick(d);
-	cn_err e = d->in->ops->info(d->in, out);
-	judge(d, e, t0, "info");
+	e = judge(d, d->in->ops->info(d->in, out), t0, "info");
 	if (e == CN_OK) {
-		atomic_store(&d->last_total, out->total);
-		atomic_store(&d->last_free, out->free);
-		atomic_store(&d->last_used, out->used);
-		atomic_store(&d->last_fs, out->fs_id);
-		atomic_store(&d->last_parent_fs, out->parent_fs_id);
+		pthread_mutex_lock(&d->mu);
+		d->last_info = *out;
+		pthread_mutex_unlock(&d->mu);
 	}
 	if (e == CN_OK && !out->online)
 		mark_offline(d, "its folder is gone"); /* W1 */
 	if (atomic_load(&d->offline))
 		out->online = false;
+counters:
 	out->outages = atomic_load(&d->outages);
 	out->refused = atomic_load(&d->refused_calls);
 	return e;

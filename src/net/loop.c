@@ -17,10 +17,10 @@
  *  6. Requests never wait forever behind workers that hang: when the oldest queued
  *     connection has waited grow_after_ms and no worker has finished a request for as
  *     long, the loop starts more workers (4 at a time, at most cfg.workers more in all;
- *     they stay). A worker blocked
- *     in a call that cannot be interrupted (a hung drive: drive.h health W6, W8) then holds
- *     only itself, and the requests that do not need what hangs are served. A pool that
- *     is merely busy finishes requests and does not grow. */
+ *     they stay). A worker blocked in a call that cannot be interrupted (a hung drive:
+ *     drive.h health W6, W8) then holds only itself, and the requests that do not need
+ *     what hangs are served. A pool that is merely busy finishes requests and does not
+ *     grow. */
 #include "net/net.h"
 
 #include <arpa/inet.h>

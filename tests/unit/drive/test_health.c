@@ -56,9 +56,15 @@ static cn_err f_sync(cn_drive *d)
 	return e ? e : F(d)->in->ops->sync(F(d)->in);
 }
 
+static cn_err f_reopen(cn_drive *d)
+{
+	cn_err e = gate(F(d));
+	return e ? e : F(d)->in->ops->reopen(F(d)->in);
+}
+
 static const cn_drive_ops fops = {
 	.close = f_close, .info = f_info, .read_sys = f_read_sys, .write_sys = f_write_sys,
-	.stat_vol = f_stat_vol, .sync = f_sync,
+	.stat_vol = f_stat_vol, .sync = f_sync, .reopen = f_reopen,
 };
 
 static bool wait_online(cn_drive *h, int ms)
@@ -310,6 +316,7 @@ TEST(test_late_calls_refuse_new_ones)
 	cn_drive_info di;
 	CHECK_EQ_INT(h->ops->info(h, &di), CN_OK);
 	CHECK(di.online && di.total == d0.total && di.refused == 3 && di.outages == 0);
+	CHECK_EQ_INT(h->ops->reopen(h), CN_ERR_OFFLINE); /* nor does reopen */
 	CHECK_EQ_INT(atomic_load(&f->calls), calls);
 	join_slow(a, t, 3);
 	usleep(100000); /* the prober's next look (every 25 ms) */
