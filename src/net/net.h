@@ -87,7 +87,10 @@ typedef struct cn_net cn_net;
 /* Binds and listens (errors: CN_ERR_IO with the reason logged). */
 cn_err cn_net_new(const cn_net_config *cfg, cn_net_handler h, void *ctx, cn_net **out);
 /* Runs the loop on the calling thread until cn_net_stop; then stops accepting, waits up to
- * grace_ms for busy workers to finish their requests, closes everything and returns. */
+ * grace_ms for busy workers to finish their requests, closes everything and returns CN_OK.
+ * CN_ERR_TIMEOUT: requests were still running after grace_ms (a worker hung, e.g. in a
+ * drive call that does not return): those workers still use N and the handler's context,
+ * so neither may be freed; the caller exits the process instead. */
 cn_err cn_net_run(cn_net *n, int grace_ms);
 /* Async-signal-safe: asks cn_net_run to finish. */
 void cn_net_stop(cn_net *n);
