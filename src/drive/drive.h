@@ -231,6 +231,11 @@ typedef struct cn_drive_ops {
 struct cn_drive {
 	const cn_drive_ops *ops;
 	char endpoint[256];     /* for logs: the path or URL */
+	bool writes_sync;       /* its writing calls wait for the device themselves (a local
+	                           drive with CAIRN_SYNC=fsync: write_sys, file_close(keep),
+	                           rename_data, version_write, upload_write fdatasync), so
+	                           their time grows with the load as sync's does: the health
+	                           wrapper does not count them late (W8); false by default */
 };
 
 /* Local drive over the folder `path` (created if missing). Creates .cairn.sys/ and its

@@ -41,7 +41,10 @@
  *      and while it refuses every returning call counts them again, so refusals end as
  *      soon as enough late calls have returned. sync calls are tracked for W6 but
  *      not counted late: a group commit's wait grows with the load, not with a hang, and a
- *      busy filesystem must not turn every PUT away. Handles opened before (file_write,
+ *      busy filesystem must not turn every PUT away; for that reason neither are the writing
+ *      calls that sync themselves on a drive with writes_sync (drive.h: write_sys,
+ *      file_close, rename_data, version_write, upload_write under CAIRN_SYNC=fsync): there
+ *      only the other calls (reads, lists, deletes) count. Handles opened before (file_write,
  *      rfile_read) are not refused (W2). Calls finding no slot (W6) are not counted.
  *      While refusing, info answers the last figures the drive gave (online) and reopen
  *      fails, so metrics and the drive monitor do not hang on it either. */
@@ -209,6 +212,15 @@ static bool too_late(hdrive *d)
 		return judge((d), _e, _t0, (what));       \
 	} while (0)
 
+/* A call that writes and, on a drive with writes_sync, waits for the device (W8). */
+#define CALL_WRITE(d, what, expr)                 \
+	do {                                          \
+		GUARD(d);                                 \
+		htick _t0 = tick_kind(d, (d)->in->writes_sync); \
+		cn_err _e = (expr);                       \
+		return judge((d), _e, _t0, (what));       \
+	} while (0)
+
 /* W7: a read the drive answers in no-wait mode on a no-I/O thread; timed otherwise. */
 #define CALL_NOWAIT(d, what, expr)                \
 	do {                                          \
@@ -341,7 +353,7 @@ static cn_err h_read_sys(cn_drive *dd, const char *name, size_t max, cn_buf *out
 static cn_err h_write_sys(cn_drive *dd, const char *name, const void *p, size_t len)
 {
 	hdrive *d = H(dd);
-	CALL(d, "write_sys", d->in->ops->write_sys(d->in, name, p, len));
+	CALL_WRITE(d, "write_sys", d->in->ops->write_sys(d->in, name, p, len));
 }
 static cn_err h_remove_sys(cn_drive *dd, const char *name)
 {
@@ -407,7 +419,7 @@ static cn_err h_file_write(cn_drive_file *ff, const void *p, size_t len)
 static cn_err h_file_close(cn_drive_file *ff, bool keep)
 {
 	hfile *f = (hfile *)(void *)ff;
-	htick t0 = tick(f->d);
+	htick t0 = tick_kind(f->d, keep && f->d->in->writes_sync); /* W8 */
 	cn_err e = judge(f->d, f->d->in->ops->file_close(f->in, keep), t0, "close");
 	free(f);
 	return e;
@@ -424,7 +436,7 @@ static cn_err h_rename_data(cn_drive *dd, const char *tmp_id, const char *data_i
                             const char *key, const void *rec, size_t reclen)
 {
 	hdrive *d = H(dd);
-	CALL(d, "rename_data", d->in->ops->rename_data(d->in, tmp_id, data_id, vol, key, rec, reclen));
+	CALL_WRITE(d, "rename_data", d->in->ops->rename_data(d->in, tmp_id, data_id, vol, key, rec, reclen));
 }
 static cn_err h_read_meta(cn_drive *dd, const char *vol, const char *key, size_t max, cn_buf *out)
 {
@@ -542,7 +554,7 @@ static cn_err h_version_write(cn_drive *dd, const char *vol, const char *key, co
                               const void *rec, size_t reclen)
 {
 	hdrive *d = H(dd);
-	CALL(d, "version_write", d->in->ops->version_write(d->in, vol, key, vid, rec, reclen));
+	CALL_WRITE(d, "version_write", d->in->ops->version_write(d->in, vol, key, vid, rec, reclen));
 }
 static cn_err h_move_data(cn_drive *dd, const char *tmp_id, const char *data_id, const char *vol,
                           const char *key)
@@ -554,7 +566,7 @@ static cn_err h_upload_write(cn_drive *dd, const char *vol, const char *upload_i
                              bool create, const void *p, size_t len)
 {
 	hdrive *d = H(dd);
-	CALL(d, "upload_write", d->in->ops->upload_write(d->in, vol, upload_id, name, create, p, len));
+	CALL_WRITE(d, "upload_write", d->in->ops->upload_write(d->in, vol, upload_id, name, create, p, len));
 }
 static cn_err h_upload_read(cn_drive *dd, const char *vol, const char *upload_id, const char *name,
                             size_t max, cn_buf *out)
@@ -738,6 +750,7 @@ cn_err cn_drive_health_wrap(cn_drive *inner, const cn_drive_health_cfg *cfg, cn_
 		return CN_ERR_NOMEM;
 	d->base.ops = &health_ops;
 	snprintf(d->base.endpoint, sizeof d->base.endpoint, "%s", inner->endpoint);
+	d->base.writes_sync = inner->writes_sync;
 	d->in = inner;
 	d->cfg.stall_ms = cfg && cfg->stall_ms ? cfg->stall_ms : 30000;
 	d->cfg.probe_ms = cfg && cfg->probe_ms > 0 ? cfg->probe_ms : 5000;

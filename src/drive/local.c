@@ -2456,6 +2456,7 @@ static local_drive *local_new(const char *path, bool durable, int fd, const stru
 	 * programs, whose dirty data a syncfs would flush too. */
 	const char *m = getenv("CAIRN_SYNC");
 	d->sync_mode_full = !(m && strcmp(m, "fsync") == 0);
+	d->base.writes_sync = durable && !d->sync_mode_full;
 	d->sg = group_get(st->st_dev);
 	if (!d->sg) {
 		close(fd);

@@ -479,6 +479,7 @@ TEST(test_targeted_sync)
 	setenv("CAIRN_SYNC", "fsync", 1);
 	cn_drive *d = open_fresh(true);
 	unsetenv("CAIRN_SYNC");
+	CHECK(d->writes_sync); /* its writes wait for the device: health W8 */
 	uint64_t barriers, flushes0, flushes;
 	CHECK_EQ_INT(cn_drive_sync(d), CN_OK); /* nothing pending: no flush */
 	cn_drive_local_sync_stats(d, &barriers, &flushes0);
@@ -921,6 +922,7 @@ static void on_alarm(int sig)
 TEST(test_nowait_reads)
 {
 	cn_drive *d = open_fresh(true);
+	CHECK(!d->writes_sync); /* syncfs group commit: only sync waits for the device */
 	cn_buf b;
 	cn_buf_init(&b);
 	signal(SIGALRM, on_alarm);

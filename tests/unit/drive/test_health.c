@@ -205,15 +205,18 @@ typedef struct hung_arg {
 	cn_drive *h;
 	cn_err e;
 	atomic_int done;
-	bool sync; /* a sync call instead of a read */
+	int kind; /* SLOW_READ, SLOW_SYNC or SLOW_WRITE: read_sys, sync or write_sys */
 } hung_arg;
+enum { SLOW_READ, SLOW_SYNC, SLOW_WRITE };
 
 static void *hung_call(void *p)
 {
 	hung_arg *a = p;
 	cn_buf b;
 	cn_buf_init(&b);
-	a->e = a->sync ? a->h->ops->sync(a->h) : a->h->ops->read_sys(a->h, "x", 100, &b);
+	a->e = a->kind == SLOW_SYNC    ? a->h->ops->sync(a->h)
+	       : a->kind == SLOW_WRITE ? a->h->ops->write_sys(a->h, "y", "w", 1)
+	                               : a->h->ops->read_sys(a->h, "x", 100, &b);
 	cn_buf_fini(&b);
 	atomic_store(&a->done, 1);
 	return NULL;
@@ -263,14 +266,14 @@ TEST(test_hung_call_watchdog)
 	close_wrapped(h, dir);
 }
 
-/* Starts n calls (reads, or syncs) that each sleep delay_ms in the drive, then waits
+/* Starts n calls of a kind (SLOW_*) that each sleep delay_ms in the drive, then waits
  * wait_ms: long enough for them to be late and for the prober to have counted them. */
-static void start_slow(cn_drive *h, fdrive *f, hung_arg *a, pthread_t *t, int n, bool sync,
+static void start_slow(cn_drive *h, fdrive *f, hung_arg *a, pthread_t *t, int n, int kind,
                        int delay_ms, int wait_ms)
 {
 	atomic_store(&f->delay_ms, delay_ms);
 	for (int i = 0; i < n; i++) {
-		a[i] = (hung_arg){ .h = h, .sync = sync };
+		a[i] = (hung_arg){ .h = h, .kind = kind };
 		CN_ASSERT(pthread_create(&t[i], NULL, hung_call, &a[i]) == 0);
 	}
 	usleep((useconds_t)wait_ms * 1000);
@@ -286,8 +289,8 @@ static void join_slow(hung_arg *a, pthread_t *t, int n)
 }
 
 /* W8: while late_cap calls are late, new calls are refused at once (CN_ERR_OFFLINE, the
- * drive not reached and not taken offline); fewer late calls, or late syncs, refuse
- * nothing; when the late calls return, calls go through again. */
+ * drive not reached and not taken offline); fewer late calls, late syncs, or late writes
+ * of a drive whose writes sync, refuse nothing; when the late calls return, calls go through again. */
 TEST(test_late_calls_refuse_new_ones)
 {
 	char dir[64];
@@ -303,7 +306,7 @@ TEST(test_late_calls_refuse_new_ones)
 	pthread_t t[3];
 
 	/* three late reads: the next call is refused without reaching the drive */
-	start_slow(h, f, a, t, 3, false, 1200, 400);
+	start_slow(h, f, a, t, 3, SLOW_READ, 1200, 400);
 	int calls = atomic_load(&f->calls);
 	int64_t t1 = now_ms();
 	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_ERR_OFFLINE);
@@ -323,14 +326,29 @@ TEST(test_late_calls_refuse_new_ones)
 	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_OK);
 
 	/* two late reads (below the cap): calls go through */
-	start_slow(h, f, a, t, 2, false, 800, 400);
+	start_slow(h, f, a, t, 2, SLOW_READ, 800, 400);
 	calls = atomic_load(&f->calls);
 	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_OK);
 	CHECK_EQ_INT(atomic_load(&f->calls), calls + 1);
 	join_slow(a, t, 2);
 
 	/* three late syncs (a group commit under load) refuse nothing */
-	start_slow(h, f, a, t, 3, true, 800, 400);
+	start_slow(h, f, a, t, 3, SLOW_SYNC, 800, 400);
+	calls = atomic_load(&f->calls);
+	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_OK);
+	CHECK_EQ_INT(atomic_load(&f->calls), calls + 1);
+	join_slow(a, t, 3);
+
+	/* three late writes count, unless the drive's writes sync themselves (writes_sync,
+	 * CAIRN_SYNC=fsync): then they are waits for the device, as syncs are */
+	start_slow(h, f, a, t, 3, SLOW_WRITE, 1200, 400);
+	calls = atomic_load(&f->calls);
+	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_ERR_OFFLINE);
+	CHECK_EQ_INT(atomic_load(&f->calls), calls);
+	join_slow(a, t, 3);
+	usleep(100000);
+	f->base.writes_sync = true;
+	start_slow(h, f, a, t, 3, SLOW_WRITE, 800, 400);
 	calls = atomic_load(&f->calls);
 	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_OK);
 	CHECK_EQ_INT(atomic_load(&f->calls), calls + 1);
