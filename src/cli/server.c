@@ -30,6 +30,23 @@ static void on_signal(int sig)
 
 static int g_grace_ms = 25000;
 
+/* cn_s3_set_serving_stats: the sums over the loops (set before they run, never freed while
+ * the S3 layer lives). */
+static void serving_stats(void *ctx, cn_s3_serving_stats *out)
+{
+	(void)ctx;
+	memset(out, 0, sizeof *out);
+	for (int i = 0; i < g_nloops; i++) {
+		cn_net_stats st;
+		cn_net_get_stats(g_nets[i], &st);
+		out->conns += st.conns;
+		out->queued += st.queued;
+		out->busy += st.busy;
+		out->workers += st.workers;
+		out->workers_max += st.workers_max;
+	}
+}
+
 static void *loop_main(void *arg)
 {
 	return (void *)(intptr_t)cn_net_run(arg, g_grace_ms);
@@ -417,6 +434,7 @@ int cn_cli_server(int argc, char **argv)
 		nc.port = cn_net_port(net); /* port 0: the others join the port the first got */
 	}
 	cn_net *net = g_nets[0];
+	cn_s3_set_serving_stats(s3, serving_stats, NULL);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;

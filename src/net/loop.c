@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdatomic.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -54,6 +55,7 @@ struct cn_net {
 	volatile sig_atomic_t stopping;
 	pthread_t *threads;      /* room for cfg.workers * 2 (invariant 6) */
 	int nthreads;            /* started (loop thread only, after cn_net_new) */
+	atomic_int nthreads_pub; /* its copy for cn_net_get_stats (any thread) */
 	int64_t last_done;       /* when a worker last finished a request (under mu) */
 	int64_t last_grow;       /* when the pool last grew (loop thread) */
 	int64_t next_grow_check; /* (loop thread) */
@@ -72,6 +74,7 @@ struct cn_net {
 	/* all connections owned by the loop or workers (loop thread only) */
 	cn_conn *all;
 	size_t nconns;
+	atomic_size_t nconns_pub; /* its copy for cn_net_get_stats */
 };
 
 static void conn_unlink(cn_net *n, cn_conn *c)
@@ -83,6 +86,7 @@ static void conn_unlink(cn_net *n, cn_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	n->nconns--;
+	atomic_store_explicit(&n->nconns_pub, n->nconns, memory_order_relaxed);
 }
 
 static void conn_close(cn_net *n, cn_conn *c)
@@ -450,6 +454,7 @@ static void on_accept(cn_net *n)
 			n->all->prev = c;
 		n->all = c;
 		n->nconns++;
+		atomic_store_explicit(&n->nconns_pub, n->nconns, memory_order_relaxed);
 		c->events = EV_UNREG;
 		set_events(n, c, EV_IN);
 	}
@@ -617,6 +622,7 @@ static void start_workers(cn_net *n, int k)
 			break;
 		n->nthreads++;
 	}
+	atomic_store_explicit(&n->nthreads_pub, n->nthreads, memory_order_relaxed);
 	pthread_attr_destroy(&attr);
 }
 
@@ -734,12 +740,15 @@ int cn_net_port(cn_net *n)
 	return n->port;
 }
 
-void cn_net_stats(cn_net *n, size_t *conns, size_t *queued)
+void cn_net_get_stats(cn_net *n, cn_net_stats *out)
 {
 	pthread_mutex_lock(&n->mu);
-	*queued = n->qlen;
+	out->queued = n->qlen;
+	out->busy = n->busy;
 	pthread_mutex_unlock(&n->mu);
-	*conns = n->nconns;
+	out->conns = atomic_load_explicit(&n->nconns_pub, memory_order_relaxed);
+	out->workers = atomic_load_explicit(&n->nthreads_pub, memory_order_relaxed);
+	out->workers_max = n->cfg.workers * 2;
 }
 
 void cn_net_stop(cn_net *n)

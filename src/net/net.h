@@ -97,8 +97,16 @@ void cn_net_stop(cn_net *n);
 void cn_net_free(cn_net *n);
 /* The port actually bound (for port 0). */
 int cn_net_port(cn_net *n);
-/* Connections open / requests waiting, for metrics and tests. */
-void cn_net_stats(cn_net *n, size_t *conns, size_t *queued);
+/* A loop's figures for metrics, read while it runs (any thread; each figure is current,
+ * not all taken at one instant). */
+typedef struct cn_net_stats {
+	size_t conns;    /* connections open */
+	size_t queued;   /* requests waiting for a worker */
+	int busy;        /* workers running a request */
+	int workers;     /* worker threads started (grows when the pool hangs: invariant 6) */
+	int workers_max; /* what it may grow to */
+} cn_net_stats;
+void cn_net_get_stats(cn_net *n, cn_net_stats *out);
 
 /* Worker-side blocking I/O on a connection (bounded by io_timeout_ms). */
 /* Reads buffered bytes first, then from the socket. >0 bytes, 0 at EOF, -CN_ERR_TIMEOUT,

@@ -213,6 +213,19 @@ static void node_metrics(cn_s3_server *s, const cn_obj_state *st, cn_buf *b)
 	       "Start time for the server process since the epoch in seconds", (double)s->start_ms / 1000.0);
 	metric(b, "minio_node_process_uptime_seconds", "gauge", "Uptime for the server process in seconds",
 	       (double)(cn_now_ms() - s->start_ms) / 1000.0);
+	if (s->serving_stats) {
+		cn_s3_serving_stats v = { 0 };
+		s->serving_stats(s->serving_ctx, &v);
+		metric(b, "minio_s3_requests_waiting_total", "gauge",
+		       "Number of S3 requests waiting for a worker", (double)v.queued);
+		metric(b, "cairn_node_connections_open", "gauge", "Client connections open", (double)v.conns);
+		metric(b, "cairn_node_workers", "gauge",
+		       "Request worker threads (more start when all hang: requests wait, none finish)",
+		       (double)v.workers);
+		metric(b, "cairn_node_workers_max", "gauge", "What the worker pool may grow to",
+		       (double)v.workers_max);
+		metric(b, "cairn_node_workers_busy", "gauge", "Workers running a request", (double)v.busy);
+	}
 }
 
 static const char *auth_message(cn_auth_err e)

@@ -863,3 +863,10 @@ void cn_s3_set_ready(cn_s3_server *s, bool ready)
 {
 	s->ready = ready;
 }
+
+void cn_s3_set_serving_stats(cn_s3_server *s, void (*fn)(void *ctx, cn_s3_serving_stats *out),
+                             void *ctx)
+{
+	s->serving_stats = fn;
+	s->serving_ctx = ctx;
+}

@@ -27,4 +27,19 @@ void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x);
 /* Marks the server ready/not ready for /minio/health/ready. */
 void cn_s3_set_ready(cn_s3_server *s, bool ready);
 
+/* The request-serving machinery's figures, which the S3 layer does not see (the loops and
+ * their workers belong to the program above it), for /minio/v2/metrics/node. */
+typedef struct cn_s3_serving_stats {
+	size_t conns;    /* connections open */
+	size_t queued;   /* requests waiting for a worker */
+	int busy;        /* workers running a request */
+	int workers;     /* worker threads started */
+	int workers_max; /* what the pool may grow to */
+} cn_s3_serving_stats;
+/* fn fills *out (sums over every loop); called by metrics scrapes on a worker, so it must
+ * not block for long; ctx is the caller's. Set once, before serving starts (NULL: the
+ * figures are left out). */
+void cn_s3_set_serving_stats(cn_s3_server *s, void (*fn)(void *ctx, cn_s3_serving_stats *out),
+                             void *ctx);
+
 #endif

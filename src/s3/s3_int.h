@@ -55,6 +55,8 @@ struct cn_s3_server {
 	unsigned long long inflight;                        /* S3 requests being served */
 	unsigned long long rejected_auth, rejected_invalid; /* refused before any handler */
 	bool metrics_public;     /* CAIRN_PROMETHEUS_AUTH_TYPE=public: no token needed */
+	void (*serving_stats)(void *ctx, cn_s3_serving_stats *out); /* cn_s3_set_serving_stats */
+	void *serving_ctx;
 };
 
 /* s3/metrics.c: answers GET /minio/v2/metrics/{cluster,node} (true), or returns false for

@@ -1063,7 +1063,7 @@ def hung_keys_setup(drive_server, root, env, workers, nkeys):
     keys, body, HungRecords)."""
     n = 4
     srv = drive_server([os.path.join(root, "d{1...4}")], env=env,
-                       extra_args=("--workers", str(workers)))
+                       extra_args=("--workers", str(workers), "--loops", "1"))
     s3 = make_client(srv)
     b = unique_bucket("late")
     s3.create_bucket(Bucket=b)
@@ -1161,8 +1161,13 @@ def test_hung_workers_are_replaced(need_multi_drive, drive_server, root):
     not after the drive limit (60 s). The hung GETs complete byte-exact when the FIFOs
     give way."""
     srv, b, keys, body, hung = hung_keys_setup(
-        drive_server, root, {"CAIRN_DRIVE_MAX_TIMEOUT": "60s"}, 4, 4)
+        drive_server, root, {"CAIRN_DRIVE_MAX_TIMEOUT": "60s", "CAIRN_PROMETHEUS_AUTH_TYPE": "public"},
+        4, 4)
     results, threads = {}, []
+
+    def gauges():
+        node = http_get(f"{srv.endpoint}/minio/v2/metrics/node")[2].decode()
+        return {n: float(v) for n, v in re.findall(r"^(cairn_node_workers\w*) (\S+)$", node, re.M)}
     try:
         threads = [start_get(srv, b, k, body, results) for k in keys]
         time.sleep(0.5)
@@ -1171,6 +1176,8 @@ def test_hung_workers_are_replaced(need_multi_drive, drive_server, root):
         make_client(srv, read_timeout=20).put_object(Bucket=b, Key="other/k2", Body=body)
         assert time.time() - t1 < 8
         assert make_client(srv).get_object(Bucket=b, Key="other/k2")["Body"].read() == body
+        g = gauges()  # grown by 4; the hung four and this scrape busy
+        assert g == {"cairn_node_workers": 8, "cairn_node_workers_max": 8, "cairn_node_workers_busy": 5}, g
         release_and_check(hung, threads, results)
     finally:
         hung.close()

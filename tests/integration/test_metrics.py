@@ -178,6 +178,20 @@ def test_public_mode_and_drive_gauges(drive_server, tmp_path):
     assert all(v == 0 for d, v in events.items() if d != str(tmp_path / "d3")), events
 
 
+def test_serving_gauges(drive_server, tmp_path):
+    """The loop's figures: workers started and the most the pool may grow to (twice
+    --workers), the scrape's own worker busy and its connection open, nothing waiting.
+    (test_erasure.py::test_hung_workers_are_replaced checks them growing.)"""
+    srv = drive_server([str(tmp_path / "d1")], env={"CAIRN_PROMETHEUS_AUTH_TYPE": "public"},
+                       extra_args=("--workers", "6", "--loops", "1"))
+    m = parse(scrape(srv, "node")[2].decode())
+    assert m[("cairn_node_workers", "")] == 6
+    assert m[("cairn_node_workers_max", "")] == 12
+    assert m[("cairn_node_workers_busy", "")] >= 1  # this scrape
+    assert m[("cairn_node_connections_open", "")] >= 1
+    assert m[("minio_s3_requests_waiting_total", "")] == 0
+
+
 def test_bad_auth_type_refused_at_start(tmp_path):
     env = dict(os.environ, CAIRN_PROMETHEUS_AUTH_TYPE="none")
     p = subprocess.run([CAIRN_BIN, "server", str(tmp_path / "d"), "--address", "127.0.0.1:1"],
