@@ -90,6 +90,12 @@ static void s3_metrics(cn_s3_server *s, cn_buf *b)
 	}
 	metric(b, "minio_s3_requests_inflight_total", "gauge", "Total number of S3 requests being served",
 	       (double)ld(&s->inflight));
+	if (s->serving_stats) {
+		cn_s3_serving_stats v = { 0 };
+		s->serving_stats(s->serving_ctx, &v);
+		metric(b, "minio_s3_requests_waiting_total", "gauge",
+		       "Number of S3 requests waiting for a worker", (double)v.queued);
+	}
 	metric(b, "minio_s3_requests_rejected_auth_total", "counter",
 	       "Total number of S3 requests refused for their authentication", (double)ld(&s->rejected_auth));
 	metric(b, "minio_s3_requests_rejected_invalid_total", "counter",
@@ -216,8 +222,6 @@ static void node_metrics(cn_s3_server *s, const cn_obj_state *st, cn_buf *b)
 	if (s->serving_stats) {
 		cn_s3_serving_stats v = { 0 };
 		s->serving_stats(s->serving_ctx, &v);
-		metric(b, "minio_s3_requests_waiting_total", "gauge",
-		       "Number of S3 requests waiting for a worker", (double)v.queued);
 		metric(b, "cairn_node_connections_open", "gauge", "Client connections open", (double)v.conns);
 		metric(b, "cairn_node_workers", "gauge",
 		       "Request worker threads (more start when all hang: requests wait, none finish)",

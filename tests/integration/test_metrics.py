@@ -190,6 +190,8 @@ def test_serving_gauges(drive_server, tmp_path):
     assert m[("cairn_node_workers_busy", "")] >= 1  # this scrape
     assert m[("cairn_node_connections_open", "")] >= 1
     assert m[("minio_s3_requests_waiting_total", "")] == 0
+    c = parse(scrape(srv, "cluster")[2].decode())  # with the other S3 figures, as MinIO's
+    assert c[("minio_s3_requests_waiting_total", "")] == 0 and ("cairn_node_workers", "") not in c
 
 
 def test_bad_auth_type_refused_at_start(tmp_path):
