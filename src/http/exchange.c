@@ -45,6 +45,8 @@ struct cn_http_exchange {
 	cn_buf obuf;             /* inline: what the socket did not take yet; the loop sends it */
 	size_t inline_total;     /* inline: response bytes written so far (sent or in obuf) */
 	int64_t resp_len, resp_sent;
+	int64_t t0_ns;           /* the head complete (cn_conn.head_ns) */
+	int64_t ttfb_ns;         /* the response head sent - t0_ns; -1 before */
 	cn_writer writer;
 };
 
@@ -226,6 +228,11 @@ void cn_http_traffic(cn_http_exchange *x, int64_t *in, int64_t *out)
 	*out = x->resp_sent;
 }
 
+int64_t cn_http_ttfb_ns(cn_http_exchange *x)
+{
+	return x->deferred ? -1 : x->ttfb_ns;
+}
+
 bool cn_http_defer(cn_http_exchange *x)
 {
 	if (!x->inline_mode)
@@ -369,6 +376,7 @@ static cn_err flush_head(cn_http_exchange *x, const void *body, size_t len, bool
 	if (x->head_sent)
 		return len ? out_write(x, body, len, NULL, 0, more) : CN_OK;
 	x->head_sent = true;
+	x->ttfb_ns = cn_mono_ns() - x->t0_ns;
 	cn_err e = out_write(x, x->headbuf.p, x->headbuf.len, body, len, more);
 	if (e)
 		x->io_error = true;
@@ -385,6 +393,7 @@ static cn_err flush_headv(cn_http_exchange *x, const struct iovec *iov, int n, b
 	v[0] = (struct iovec){ x->headbuf.p, x->headbuf.len };
 	memcpy(v + 1, iov, (size_t)n * sizeof *iov);
 	x->head_sent = true;
+	x->ttfb_ns = cn_mono_ns() - x->t0_ns;
 	cn_err e = out_writev(x, v, n + 1, more);
 	if (e)
 		x->io_error = true;
@@ -603,6 +612,10 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, void *ctx, bool 
 		return CN_CONN_DEFER;
 	}
 	c->off += hlen;
+	if (!c->head_ns)
+		c->head_ns = cn_mono_ns(); /* a head a worker read itself */
+	x.t0_ns = c->head_ns;
+	x.ttfb_ns = -1;
 	make_reqid(x.reqid);
 	x.inline_mode = inline_mode;
 	x.body.read = body_read;
@@ -638,8 +651,9 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, void *ctx, bool 
 		CN_ASSERT(!x.on_wire);
 		cn_buf_fini(&x.obuf);
 		c->off -= hlen;
-		return CN_CONN_DEFER;
+		return CN_CONN_DEFER; /* head_ns kept: the worker's run counts from it */
 	}
+	c->head_ns = 0;
 	if (inline_mode) {
 		CN_ASSERT(!c->out);
 		c->out = x.obuf.p; /* what the socket did not take: the connection owns it, the

@@ -299,6 +299,8 @@ static bool flush_out(cn_net *n, cn_conn *c)
 static void serve_ready(cn_net *n, cn_conn *c)
 {
 	for (int i = 0; i < INLINE_BATCH; i++) {
+		if (!c->head_ns)
+			c->head_ns = cn_mono_ns();
 		if (!n->cfg.inline_handler || n->stopping) {
 			dispatch(n, c);
 			return;

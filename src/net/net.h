@@ -38,6 +38,11 @@ typedef struct cn_conn {
 	 * are served inline: measured ~35 vs ~20 µs of server CPU per 4 KiB GET (docs/PERF.md). */
 	bool loop_next;
 	bool drain_close;     /* the worker answered CN_CONN_DRAIN_CLOSE (loop.c: start_drain) */
+	int64_t head_ns;      /* cn_mono_ns when the buffered request's head was first seen
+	                         complete (the loop's serve_ready; else the http layer when a
+	                         worker reads it); 0: not yet. The http layer clears it when
+	                         the request is answered, keeps it over a defer: the time to
+	                         first byte counts the wait for a worker */
 	int64_t drain_end_ms; /* loop-private: the drain ends by then at the latest */
 	int64_t drain_bytes;  /* loop-private: bytes discarded so far */
 } cn_conn;

@@ -82,6 +82,25 @@ static void s3_metrics(cn_s3_server *s, cn_buf *b)
 				cn_buf_printf(b, "%s{api=\"%s\"} %llu\n", per_api[m].name, api_names[a], v);
 		}
 	}
+	/* cumulative per bound, as MinIO's v2 exposition (a gauge per le, no _bucket suffix) */
+	static const char *const les[] = { "0.001", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25",
+	                                   "0.5", "1", "2.5", "5", "10", "+Inf" };
+	_Static_assert(sizeof les / sizeof les[0] == CN_S3_TTFB_SLOTS, "a label per slot");
+	help(b, "minio_s3_requests_ttfb_seconds_distribution", "gauge",
+	     "Distribution of the time to first byte across API calls");
+	for (int a = 0; a < CN_S3_API__COUNT; a++) {
+		unsigned long long sum = 0, v[CN_S3_TTFB_SLOTS];
+		for (int k = 0; k < CN_S3_TTFB_SLOTS; k++)
+			sum += v[k] = ld(&s->api[a].ttfb[k]);
+		if (!sum)
+			continue;
+		unsigned long long cum = 0;
+		for (int k = 0; k < CN_S3_TTFB_SLOTS; k++) {
+			cum += v[k];
+			cn_buf_printf(b, "minio_s3_requests_ttfb_seconds_distribution{api=\"%s\",le=\"%s\"} %llu\n",
+			              api_names[a], les[k], cum);
+		}
+	}
 	help(b, "minio_s3_requests_errors_total", "counter", "Total number of S3 requests answered 4xx or 5xx");
 	for (int a = 0; a < CN_S3_API__COUNT; a++) {
 		unsigned long long v = ld(&s->api[a].errors_4xx) + ld(&s->api[a].errors_5xx);

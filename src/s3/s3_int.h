@@ -41,9 +41,15 @@ typedef enum cn_s3_api {
 	CN_S3_API__COUNT
 } cn_s3_api;
 
+/* Time-to-first-byte buckets (upper bounds, seconds): MinIO's (0.05 .. 10) with finer ones
+ * below, for a server that answers in microseconds; the last slot counts the rest. */
+#define CN_S3_TTFB_BOUNDS 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
+#define CN_S3_TTFB_SLOTS 13
+
 /* Request counters of one API (s3/metrics.c reads them; relaxed atomics). */
 typedef struct cn_s3_api_counters {
 	unsigned long long requests, errors_4xx, errors_5xx;
+	unsigned long long ttfb[CN_S3_TTFB_SLOTS]; /* requests per bucket (not cumulative) */
 } cn_s3_api_counters;
 
 struct cn_s3_server {

@@ -314,6 +314,13 @@ int64_t cn_mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t cn_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static const char *const wdays[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
 static const char *const months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
 				       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };

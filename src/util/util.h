@@ -138,6 +138,7 @@ void cn_log(cn_log_level lvl, const char *reqid, const char *fmt, ...)
 /* Time. */
 int64_t cn_now_ms(void);          /* wall clock, ms since epoch */
 int64_t cn_mono_ms(void);         /* monotonic ms */
+int64_t cn_mono_ns(void);         /* monotonic ns */
 /* The CLOCK_REALTIME instant ms from now, for pthread_cond_timedwait. */
 struct timespec;
 void cn_deadline_after_ms(int64_t ms, struct timespec *ts);

@@ -1179,6 +1179,12 @@ def test_hung_workers_are_replaced(need_multi_drive, drive_server, root):
         g = gauges()  # grown by 4; the hung four and this scrape busy
         assert g == {"cairn_node_workers": 8, "cairn_node_workers_max": 8, "cairn_node_workers_busy": 5}, g
         release_and_check(hung, threads, results)
+        # the hung GETs' time to first byte counts their wait (> 2.5 s: the PUT above took
+        # ~2 s after them): 4 above the 1 s bound, the GET of other/k2 below it
+        node = http_get(f"{srv.endpoint}/minio/v2/metrics/node")[2].decode()
+        ttfb = {le: float(v) for le, v in re.findall(
+            r'^minio_s3_requests_ttfb_seconds_distribution\{api="getobject",le="([^"]+)"\} (\S+)$', node, re.M)}
+        assert ttfb["+Inf"] - ttfb["1"] == 4 and ttfb["1"] >= 1, ttfb
     finally:
         hung.close()
     heal_hung_records(srv, b, hung)
