@@ -2,7 +2,8 @@
  * from flags and the environment (CAIRN_* with MINIO_* aliases, DESIGN.md §1), lays the
  * drive arguments out as pools of erasure sets (cluster/layout.h, MinIO's rules), opens the
  * object store over that topology, wires net -> http -> s3 and runs until SIGTERM/SIGINT,
- * then finishes the requests in flight and exits 0. */
+ * then finishes the requests in flight and exits 0 (1 at once when some are still running
+ * after CAIRN_SHUTDOWN_TIMEOUT: hung). */
 #include "cli/cli.h"
 #include "cluster/layout.h"
 #include "net/net.h"
@@ -457,12 +458,16 @@ int cn_cli_server(int argc, char **argv)
 		user, shown, bport);
 	fflush(stderr);
 	pthread_t th[MAX_LOOPS];
-	int started = 1;
 	for (int i = 1; i < g_nloops; i++)
-		if (pthread_create(&th[i], NULL, loop_main, g_nets[i]) == 0)
-			started = i + 1;
+		if (pthread_create(&th[i], NULL, loop_main, g_nets[i]) != 0) {
+			/* its workers run already: nothing can be freed under them; exit as on a
+			 * start failure (nothing served yet) */
+			cn_log(CN_LOG_ERROR, NULL, "cannot start event loop %d of %d", i + 1, g_nloops);
+			fflush(NULL);
+			_exit(1);
+		}
 	e = cn_net_run(net, g_grace_ms);
-	for (int i = 1; i < started; i++) {
+	for (int i = 1; i < g_nloops; i++) {
 		cn_net_stop(g_nets[i]);
 		void *r = NULL;
 		pthread_join(th[i], &r);

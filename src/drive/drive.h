@@ -232,8 +232,8 @@ struct cn_drive {
 	const cn_drive_ops *ops;
 	char endpoint[256];     /* for logs: the path or URL */
 	bool writes_sync;       /* its writing calls wait for the device themselves (a local
-	                           drive with CAIRN_SYNC=fsync: write_sys, file_close(keep),
-	                           rename_data, version_write, upload_write fdatasync), so
+	                           drive with CAIRN_SYNC=fsync: file_close(keep), rename_data,
+	                           version_write, upload_write fdatasync), so
 	                           their time grows with the load as sync's does: the health
 	                           wrapper does not count them late (W8); false by default */
 };

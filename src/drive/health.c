@@ -42,9 +42,10 @@
  *      soon as enough late calls have returned. sync calls are tracked for W6 but
  *      not counted late: a group commit's wait grows with the load, not with a hang, and a
  *      busy filesystem must not turn every PUT away; for that reason neither are the writing
- *      calls that sync themselves on a drive with writes_sync (drive.h: write_sys,
- *      file_close, rename_data, version_write, upload_write under CAIRN_SYNC=fsync): there
- *      only the other calls (reads, lists, deletes) count. Handles opened before (file_write,
+ *      calls that sync themselves on a drive with writes_sync (drive.h: file_close(keep),
+ *      rename_data, version_write, upload_write under CAIRN_SYNC=fsync); every other call
+ *      counts (file_write too, which dirty-page throttling can slow on a busy
+ *      filesystem: a bounded wait, not the flush itself). Handles opened before (file_write,
  *      rfile_read) are not refused (W2). Calls finding no slot (W6) are not counted.
  *      While refusing, info answers the last figures the drive gave (online) and reopen
  *      fails, so metrics and the drive monitor do not hang on it either. */
@@ -353,7 +354,7 @@ static cn_err h_read_sys(cn_drive *dd, const char *name, size_t max, cn_buf *out
 static cn_err h_write_sys(cn_drive *dd, const char *name, const void *p, size_t len)
 {
 	hdrive *d = H(dd);
-	CALL_WRITE(d, "write_sys", d->in->ops->write_sys(d->in, name, p, len));
+	CALL(d, "write_sys", d->in->ops->write_sys(d->in, name, p, len));
 }
 static cn_err h_remove_sys(cn_drive *dd, const char *name)
 {

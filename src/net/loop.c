@@ -750,7 +750,7 @@ void cn_net_get_stats(cn_net *n, cn_net_stats *out)
 	pthread_mutex_unlock(&n->mu);
 	out->conns = atomic_load_explicit(&n->nconns_pub, memory_order_relaxed);
 	out->workers = atomic_load_explicit(&n->nthreads_pub, memory_order_relaxed);
-	out->workers_max = n->cfg.workers * 2;
+	out->workers_max = n->cfg.grow_after_ms < 0 ? n->cfg.workers : n->cfg.workers * 2;
 }
 
 void cn_net_stop(cn_net *n)
@@ -806,9 +806,18 @@ cn_err cn_net_run(cn_net *n, int grace_ms)
 	}
 	pthread_mutex_lock(&n->mu);
 	n->shutdown = true;
+	/* Requests still queued never started (nothing of them acknowledged): no worker takes
+	 * them now, so the joins below cannot wait on them past the grace; their connections
+	 * close with the rest. */
+	size_t dropped = n->qlen;
+	n->qhead = n->qtail = NULL;
+	n->qlen = 0;
 	pthread_cond_broadcast(&n->cv);
 	bool clean = n->busy == 0;
 	pthread_mutex_unlock(&n->mu);
+	if (dropped)
+		cn_log(CN_LOG_WARN, NULL, "stopping: %zu queued requests not started, their connections "
+		       "closed", dropped);
 	if (clean) {
 		for (int i = 0; i < n->nthreads; i++)
 			pthread_join(n->threads[i], NULL);

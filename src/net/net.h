@@ -107,7 +107,7 @@ int cn_net_port(cn_net *n);
 typedef struct cn_net_stats {
 	size_t conns;    /* connections open */
 	size_t queued;   /* requests waiting for a worker */
-	int busy;        /* workers running a request */
+	int busy;        /* workers running a request or lingering on its connection */
 	int workers;     /* worker threads started (grows when the pool hangs: invariant 6) */
 	int workers_max; /* what it may grow to */
 } cn_net_stats;

@@ -247,7 +247,8 @@ static void node_metrics(cn_s3_server *s, const cn_obj_state *st, cn_buf *b)
 		       (double)v.workers);
 		metric(b, "cairn_node_workers_max", "gauge", "What the worker pool may grow to",
 		       (double)v.workers_max);
-		metric(b, "cairn_node_workers_busy", "gauge", "Workers running a request", (double)v.busy);
+		metric(b, "cairn_node_workers_busy", "gauge",
+		       "Workers running a request or lingering for the next on its connection", (double)v.busy);
 	}
 }
 

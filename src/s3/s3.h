@@ -32,7 +32,7 @@ void cn_s3_set_ready(cn_s3_server *s, bool ready);
 typedef struct cn_s3_serving_stats {
 	size_t conns;    /* connections open */
 	size_t queued;   /* requests waiting for a worker */
-	int busy;        /* workers running a request */
+	int busy;        /* workers running a request or lingering on its connection */
 	int workers;     /* worker threads started */
 	int workers_max; /* what the pool may grow to */
 } cn_s3_serving_stats;

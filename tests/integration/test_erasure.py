@@ -1176,8 +1176,9 @@ def test_hung_workers_are_replaced(need_multi_drive, drive_server, root):
         make_client(srv, read_timeout=20).put_object(Bucket=b, Key="other/k2", Body=body)
         assert time.time() - t1 < 8
         assert make_client(srv).get_object(Bucket=b, Key="other/k2")["Body"].read() == body
-        g = gauges()  # grown by 4; the hung four and this scrape busy
-        assert g == {"cairn_node_workers": 8, "cairn_node_workers_max": 8, "cairn_node_workers_busy": 5}, g
+        g = gauges()  # grown by 4; busy: the hung four, this scrape, maybe one lingering
+        busy = g.pop("cairn_node_workers_busy", None)
+        assert g == {"cairn_node_workers": 8, "cairn_node_workers_max": 8} and 5 <= busy <= 6, (g, busy)
         release_and_check(hung, threads, results)
         # the hung GETs' time to first byte counts their wait (> 2.5 s: the PUT above took
         # ~2 s after them): 4 above the 1 s bound, the GET of other/k2 below it
@@ -1195,7 +1196,7 @@ def test_stop_with_hung_requests(need_multi_drive, drive_server, root):
     CAIRN_SHUTDOWN_TIMEOUT (2 s here) for them, then exits with status 1 without freeing
     what the hung workers still use (before, it freed the loops, the S3 layer and the
     drives under them and a call returning then used freed memory: the FIFOs give way
-    just past the limit here, which an ASan build may catch). Restarted, every object reads
+    0.5 s past the limit here, which an ASan build of the old code may catch). Restarted, every object reads
     back and heal rewrites the records."""
     srv, b, keys, body, hung = hung_keys_setup(
         drive_server, root, {"CAIRN_DRIVE_MAX_TIMEOUT": "60s", "CAIRN_SHUTDOWN_TIMEOUT": "2s"}, 4, 2)
@@ -1204,7 +1205,7 @@ def test_stop_with_hung_requests(need_multi_drive, drive_server, root):
         threads = [start_get(srv, b, k, body, results) for k in keys]
         time.sleep(0.5)
         assert not results, results  # both hang
-        releaser = threading.Timer(2.15, hung.release)
+        releaser = threading.Timer(2.5, hung.release)
         t0 = time.time()
         srv.proc.send_signal(signal.SIGTERM)
         releaser.start()

@@ -50,6 +50,13 @@ static cn_err f_stat_vol(cn_drive *d, const char *v, int64_t *ms)
 	return e ? e : F(d)->in->ops->stat_vol(F(d)->in, v, ms);
 }
 
+/* Answers from the gate alone (no volume needed): a write that waits as long as told. */
+static cn_err f_version_write(cn_drive *d, const char *v, const char *k, const char *vid,
+                              const void *rec, size_t len)
+{
+	return gate(F(d));
+}
+
 static cn_err f_sync(cn_drive *d)
 {
 	cn_err e = gate(F(d));
@@ -64,7 +71,7 @@ static cn_err f_reopen(cn_drive *d)
 
 static const cn_drive_ops fops = {
 	.close = f_close, .info = f_info, .read_sys = f_read_sys, .write_sys = f_write_sys,
-	.stat_vol = f_stat_vol, .sync = f_sync, .reopen = f_reopen,
+	.stat_vol = f_stat_vol, .sync = f_sync, .reopen = f_reopen, .version_write = f_version_write,
 };
 
 static bool wait_online(cn_drive *h, int ms)
@@ -205,7 +212,7 @@ typedef struct hung_arg {
 	cn_drive *h;
 	cn_err e;
 	atomic_int done;
-	int kind; /* SLOW_READ, SLOW_SYNC or SLOW_WRITE: read_sys, sync or write_sys */
+	int kind; /* SLOW_READ, SLOW_SYNC or SLOW_WRITE: read_sys, sync or version_write */
 } hung_arg;
 enum { SLOW_READ, SLOW_SYNC, SLOW_WRITE };
 
@@ -215,7 +222,7 @@ static void *hung_call(void *p)
 	cn_buf b;
 	cn_buf_init(&b);
 	a->e = a->kind == SLOW_SYNC    ? a->h->ops->sync(a->h)
-	       : a->kind == SLOW_WRITE ? a->h->ops->write_sys(a->h, "y", "w", 1)
+	       : a->kind == SLOW_WRITE ? a->h->ops->version_write(a->h, "vol", "k", "v1", "w", 1)
 	                               : a->h->ops->read_sys(a->h, "x", 100, &b);
 	cn_buf_fini(&b);
 	atomic_store(&a->done, 1);
