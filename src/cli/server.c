@@ -9,6 +9,7 @@
 #include "net/net.h"
 #include "s3/s3.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -46,6 +47,30 @@ static void serving_stats(void *ctx, cn_s3_serving_stats *out)
 		out->workers += st.workers;
 		out->workers_max += st.workers_max;
 	}
+}
+
+/* The close after a clean stop joins the store's background threads (heal, scanner, drive
+ * monitor), and one hung on a drive call would hang the stop for good: past another grace
+ * the process exits as with hung requests (what was acknowledged is already durable). */
+static pthread_mutex_t g_close_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_close_cv = PTHREAD_COND_INITIALIZER;
+static bool g_closed;
+
+static void *close_watchdog(void *arg)
+{
+	(void)arg;
+	struct timespec ts;
+	cn_deadline_after_ms(g_grace_ms, &ts);
+	pthread_mutex_lock(&g_close_mu);
+	while (!g_closed)
+		if (pthread_cond_timedwait(&g_close_cv, &g_close_mu, &ts) == ETIMEDOUT && !g_closed) {
+			cn_log(CN_LOG_WARN, NULL, "shutting down: closing the drives took more than %d ms "
+			       "(a background task hung on a drive?): exiting without waiting", g_grace_ms);
+			fflush(NULL);
+			_exit(1);
+		}
+	pthread_mutex_unlock(&g_close_mu);
+	return NULL;
 }
 
 static void *loop_main(void *arg)
@@ -485,10 +510,23 @@ int cn_cli_server(int argc, char **argv)
 		_exit(1);
 	}
 	cn_log(CN_LOG_INFO, NULL, "shutting down");
+	/* the loops go now: a second signal ends the process at once (as a kill would), not
+	 * on_signal on a freed loop */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	pthread_t wd;
+	bool watched = pthread_create(&wd, NULL, close_watchdog, NULL) == 0;
 	for (int i = 0; i < g_nloops; i++)
 		cn_net_free(g_nets[i]);
 	cn_s3_free(s3);
 	cn_obj_store_close(store);
 	cn_layout_fini(&lay);
+	if (watched) {
+		pthread_mutex_lock(&g_close_mu);
+		g_closed = true;
+		pthread_cond_signal(&g_close_cv);
+		pthread_mutex_unlock(&g_close_mu);
+		pthread_join(wd, NULL);
+	}
 	return e ? 1 : 0;
 }

@@ -1223,3 +1223,38 @@ def test_stop_with_hung_requests(need_multi_drive, drive_server, root):
     for k in keys + ["other/k"]:
         assert s3.get_object(Bucket=b, Key=k)["Body"].read() == body
     heal_hung_records(srv, b, hung)
+
+
+def test_stop_with_a_hung_background_task(need_multi_drive, drive_server, root):
+    """A clean stop closes the store, which joins its background threads; one hung on a
+    drive call (here the scanner, started at once because d4 was wiped, on a record of d1
+    that is a FIFO) hung the stop for good. Now past CAIRN_SHUTDOWN_TIMEOUT (2 s) the
+    process exits with status 1; restarted, the object reads back and heal rewrites it."""
+    env = {"CAIRN_SHUTDOWN_TIMEOUT": "2s", "CAIRN_DRIVE_MAX_TIMEOUT": "60s"}
+    srv = drive_server([os.path.join(root, "d{1...4}")], env=env)
+    s3 = make_client(srv)
+    b = unique_bucket("bgstop")
+    s3.create_bucket(Bucket=b)
+    body = os.urandom(3000)
+    s3.put_object(Bucket=b, Key="k", Body=body)
+    srv.stop()
+    hung = HungRecords(record_of(os.path.join(root, "d1"), b, "k"))
+    try:
+        shutil.rmtree(os.path.join(root, "d4"))  # formatted in at start: a scan at once
+        srv.start()
+
+        def scanning():
+            return json.loads(admin_cli(srv, "info", "--json"))["heal"]["scan"]["running"]
+        assert wait_until(scanning, 20)
+        time.sleep(1.0)
+        assert scanning()  # hung on the FIFO
+        t0 = time.time()
+        rc = srv.stop(timeout=15)
+        took = time.time() - t0
+        assert rc == 1 and 1.9 < took < 10, (rc, took)
+        assert "closing the drives took more than" in srv.stderr_tail(), srv.stderr_tail()
+    finally:
+        hung.close()
+    srv.start()
+    assert make_client(srv).get_object(Bucket=b, Key="k")["Body"].read() == body
+    heal_hung_records(srv, b, hung)
