@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_LOOPS 8
@@ -53,14 +54,20 @@ static void serving_stats(void *ctx, cn_s3_serving_stats *out)
  * monitor), and one hung on a drive call would hang the stop for good: past another grace
  * the process exits as with hung requests (what was acknowledged is already durable). */
 static pthread_mutex_t g_close_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_close_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t g_close_cv; /* on CLOCK_MONOTONIC (a clock step must not end a close) */
 static bool g_closed;
 
 static void *close_watchdog(void *arg)
 {
 	(void)arg;
 	struct timespec ts;
-	cn_deadline_after_ms(g_grace_ms, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += g_grace_ms / 1000;
+	ts.tv_nsec += (long)(g_grace_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
 	pthread_mutex_lock(&g_close_mu);
 	while (!g_closed)
 		if (pthread_cond_timedwait(&g_close_cv, &g_close_mu, &ts) == ETIMEDOUT && !g_closed) {
@@ -485,8 +492,8 @@ int cn_cli_server(int argc, char **argv)
 	pthread_t th[MAX_LOOPS];
 	for (int i = 1; i < g_nloops; i++)
 		if (pthread_create(&th[i], NULL, loop_main, g_nets[i]) != 0) {
-			/* its workers run already: nothing can be freed under them; exit as on a
-			 * start failure (nothing served yet) */
+			/* its workers run already (and the loops before it serve): nothing can be
+			 * freed under them; exit as on a start failure */
 			cn_log(CN_LOG_ERROR, NULL, "cannot start event loop %d of %d", i + 1, g_nloops);
 			fflush(NULL);
 			_exit(1);
@@ -515,7 +522,11 @@ int cn_cli_server(int argc, char **argv)
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	pthread_t wd;
-	bool watched = pthread_create(&wd, NULL, close_watchdog, NULL) == 0;
+	pthread_condattr_t ca;
+	bool watched = pthread_condattr_init(&ca) == 0 &&
+	               pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+	               pthread_cond_init(&g_close_cv, &ca) == 0 &&
+	               pthread_create(&wd, NULL, close_watchdog, NULL) == 0;
 	for (int i = 0; i < g_nloops; i++)
 		cn_net_free(g_nets[i]);
 	cn_s3_free(s3);

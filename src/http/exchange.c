@@ -230,7 +230,12 @@ void cn_http_traffic(cn_http_exchange *x, int64_t *in, int64_t *out)
 
 int64_t cn_http_ttfb_ns(cn_http_exchange *x)
 {
-	return x->deferred ? -1 : x->ttfb_ns;
+	if (x->deferred)
+		return -1;
+	if (x->head_built && !x->head_sent) /* finish() sends it next (a read that failed
+	                                        before its first body byte, say) */
+		return cn_mono_ns() - x->t0_ns;
+	return x->ttfb_ns;
 }
 
 bool cn_http_defer(cn_http_exchange *x)

@@ -166,8 +166,9 @@ int cn_http_resp_status(cn_http_exchange *x);
 /* Body bytes so far: read from the request (decoded), and sent in the response. */
 void cn_http_traffic(cn_http_exchange *x, int64_t *in, int64_t *out);
 /* Time to first byte: ns from the request's head complete in the server's buffer (waits
- * for a worker included) to its response head handed to the socket; -1 while no head was
- * sent (or the run was deferred). */
+ * for a worker included) to its response head handed to the socket (or to now when the
+ * head is built and goes out when the handler returns); -1 while no head was built (or
+ * the run was deferred). */
 int64_t cn_http_ttfb_ns(cn_http_exchange *x);
 /* Inline (loop thread): asks for the request to be run again on a worker, where it may
  * block (the handler must return at once, having sent nothing and changed nothing); returns

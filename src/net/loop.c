@@ -216,6 +216,8 @@ static void reply_and_close(cn_net *n, cn_conn *c, const char *msg, size_t len)
 
 static void dispatch(cn_net *n, cn_conn *c)
 {
+	if (!c->head_ns) /* the head after a long pipeline (serve_ready stamped the others) */
+		c->head_ns = cn_mono_ns();
 	set_events(n, c, EV_NONE); /* a worker will own it: the loop must not see its events */
 	pthread_mutex_lock(&n->mu);
 	if (n->qlen >= (size_t)n->cfg.max_queue) {

@@ -82,10 +82,10 @@ static void s3_metrics(cn_s3_server *s, cn_buf *b)
 				cn_buf_printf(b, "%s{api=\"%s\"} %llu\n", per_api[m].name, api_names[a], v);
 		}
 	}
-	/* cumulative per bound, as MinIO's v2 exposition (a gauge per le, no _bucket suffix) */
-	static const char *const les[] = { "0.001", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25",
-	                                   "0.5", "1", "2.5", "5", "10", "+Inf" };
-	_Static_assert(sizeof les / sizeof les[0] == CN_S3_TTFB_SLOTS, "a label per slot");
+	/* cumulative per bound, as MinIO's v2 exposition: a gauge per le, no _bucket suffix,
+	 * le printed "%.3f", and a +Inf bucket */
+	static const double bounds[] = { CN_S3_TTFB_BOUNDS };
+	_Static_assert(sizeof bounds / sizeof bounds[0] == CN_S3_TTFB_SLOTS - 1, "a bound per slot");
 	help(b, "minio_s3_requests_ttfb_seconds_distribution", "gauge",
 	     "Distribution of the time to first byte across API calls");
 	for (int a = 0; a < CN_S3_API__COUNT; a++) {
@@ -97,8 +97,12 @@ static void s3_metrics(cn_s3_server *s, cn_buf *b)
 		unsigned long long cum = 0;
 		for (int k = 0; k < CN_S3_TTFB_SLOTS; k++) {
 			cum += v[k];
-			cn_buf_printf(b, "minio_s3_requests_ttfb_seconds_distribution{api=\"%s\",le=\"%s\"} %llu\n",
-			              api_names[a], les[k], cum);
+			if (k < CN_S3_TTFB_SLOTS - 1)
+				cn_buf_printf(b, "minio_s3_requests_ttfb_seconds_distribution{api=\"%s\",le=\"%.3f\"} %llu\n",
+				              api_names[a], bounds[k], cum);
+			else
+				cn_buf_printf(b, "minio_s3_requests_ttfb_seconds_distribution{api=\"%s\",le=\"+Inf\"} %llu\n",
+				              api_names[a], cum);
 		}
 	}
 	help(b, "minio_s3_requests_errors_total", "counter", "Total number of S3 requests answered 4xx or 5xx");

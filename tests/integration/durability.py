@@ -262,8 +262,12 @@ def main():
             checked, listed = verify(srv, ledger, errors)
             if args.lose_drive:  # the set whole again before the next loss (docstring)
                 env = dict(os.environ, CAIRN_ROOT_USER=ACCESS, CAIRN_ROOT_PASSWORD=SECRET)
-                p = subprocess.run([CAIRN_BIN, "admin", "heal", BUCKET, "--host", f"127.0.0.1:{srv.port}"],
-                                   capture_output=True, text=True, env=env, timeout=300)
+                try:
+                    p = subprocess.run([CAIRN_BIN, "admin", "heal", BUCKET, "--host", f"127.0.0.1:{srv.port}"],
+                                       capture_output=True, text=True, env=env, timeout=300)
+                except subprocess.TimeoutExpired:
+                    errors.append(f"round {rnd}: cairn admin heal did not finish in 300 s")
+                    break
                 if p.returncode != 0:
                     errors.append(f"round {rnd}: cairn admin heal failed ({p.returncode}): "
                                   f"{(p.stdout + p.stderr).strip()[-300:]}")
