@@ -61,6 +61,9 @@ static void label_value(cn_buf *b, const char *v)
 	}
 }
 
+const double cn_s3_ttfb_bounds[CN_S3_TTFB_SLOTS - 1] = { 0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                         0.25,  0.5,   1.0,  2.5,   5.0,  10.0 };
+
 static void s3_metrics(cn_s3_server *s, cn_buf *b)
 {
 	static const struct {
@@ -84,8 +87,6 @@ static void s3_metrics(cn_s3_server *s, cn_buf *b)
 	}
 	/* cumulative per bound, as MinIO's v2 exposition: a gauge per le, no _bucket suffix,
 	 * le printed "%.3f", and a +Inf bucket */
-	static const double bounds[] = { CN_S3_TTFB_BOUNDS };
-	_Static_assert(sizeof bounds / sizeof bounds[0] == CN_S3_TTFB_SLOTS - 1, "a bound per slot");
 	help(b, "minio_s3_requests_ttfb_seconds_distribution", "gauge",
 	     "Distribution of the time to first byte across API calls");
 	for (int a = 0; a < CN_S3_API__COUNT; a++) {
@@ -99,7 +100,7 @@ static void s3_metrics(cn_s3_server *s, cn_buf *b)
 			cum += v[k];
 			if (k < CN_S3_TTFB_SLOTS - 1)
 				cn_buf_printf(b, "minio_s3_requests_ttfb_seconds_distribution{api=\"%s\",le=\"%.3f\"} %llu\n",
-				              api_names[a], bounds[k], cum);
+				              api_names[a], cn_s3_ttfb_bounds[k], cum);
 			else
 				cn_buf_printf(b, "minio_s3_requests_ttfb_seconds_distribution{api=\"%s\",le=\"+Inf\"} %llu\n",
 				              api_names[a], cum);

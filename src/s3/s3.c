@@ -773,11 +773,9 @@ static void count(cn_s3_server *s, cn_s3_req *r, bool rejected_auth, bool reject
 		__atomic_add_fetch(&s->rejected_invalid, 1, __ATOMIC_RELAXED);
 	int64_t ttfb = cn_http_ttfb_ns(x);
 	if (ttfb >= 0) {
-		static const double bounds[] = { CN_S3_TTFB_BOUNDS };
-		_Static_assert(sizeof bounds / sizeof bounds[0] == CN_S3_TTFB_SLOTS - 1, "slots");
 		double sec = (double)ttfb / 1e9;
 		int k = 0;
-		while (k < CN_S3_TTFB_SLOTS - 1 && sec > bounds[k])
+		while (k < CN_S3_TTFB_SLOTS - 1 && sec > cn_s3_ttfb_bounds[k])
 			k++;
 		__atomic_add_fetch(&c->ttfb[k], 1, __ATOMIC_RELAXED);
 	}

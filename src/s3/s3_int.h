@@ -43,8 +43,8 @@ typedef enum cn_s3_api {
 
 /* Time-to-first-byte buckets (upper bounds, seconds): MinIO's (0.05 .. 10) with finer ones
  * below, for a server that answers in microseconds; the last slot counts the rest. */
-#define CN_S3_TTFB_BOUNDS 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 #define CN_S3_TTFB_SLOTS 13
+extern const double cn_s3_ttfb_bounds[CN_S3_TTFB_SLOTS - 1]; /* s3/metrics.c */
 
 /* Request counters of one API (s3/metrics.c reads them; relaxed atomics). */
 typedef struct cn_s3_api_counters {

@@ -247,7 +247,12 @@ int64_t cn_now_ms(void)
 
 void cn_deadline_after_ms(int64_t ms, struct timespec *ts)
 {
-	clock_gettime(CLOCK_REALTIME, ts);
+	cn_deadline_on(CLOCK_REALTIME, ms, ts);
+}
+
+void cn_deadline_on(int clock, int64_t ms, struct timespec *ts)
+{
+	clock_gettime((clockid_t)clock, ts);
 	int64_t ns = (int64_t)ts->tv_nsec + (ms % 1000) * 1000000;
 	ts->tv_sec += (time_t)(ms / 1000 + ns / 1000000000);
 	ts->tv_nsec = (long)(ns % 1000000000);

@@ -142,6 +142,8 @@ int64_t cn_mono_ns(void);         /* monotonic ns */
 /* The CLOCK_REALTIME instant ms from now, for pthread_cond_timedwait. */
 struct timespec;
 void cn_deadline_after_ms(int64_t ms, struct timespec *ts);
+/* The same on clock (CLOCK_MONOTONIC: a condition variable set to it). */
+void cn_deadline_on(int clock, int64_t ms, struct timespec *ts);
 
 /* A background thread that runs fn(arg) every every_ms until stopped (the store's drive
  * monitor and stale-upload janitor). cn_periodic_start: CN_ERR_IO when the thread cannot
