@@ -116,6 +116,22 @@ typedef struct cn_drive_ops {
 	cn_err (*rename_data)(cn_drive *d, const char *tmp_id, const char *data_id,
 	                      const char *vol, const char *key, const void *rec, size_t reclen);
 
+	/* The key's previous record (FORMAT.md §3 "%p.<leaf>"): an overwrite's safety net
+	 * until the new version is at write quorum (set.c E15). Optional: all three or none
+	 * (NULL: the drive keeps none, and reads without it are as before E15).
+	 * prev_keep: makes the key's current record also its previous one (a hard link,
+	 *   replacing any previous one); CN_ERR_NO_KEY when there is no current record (then
+	 *   any previous record is removed: it would not be the current one's). Called just
+	 *   before rename_data and not synced: the rename's sync makes both durable, in order.
+	 * prev_read: at most max bytes; CN_ERR_NO_KEY when absent.
+	 * prev_drop: removes it; absent is not an error. Not synced (one that comes back
+	 *   after a crash beside a current record at quorum is never read: E15).
+	 * delete_meta removes the previous record too (before the current one). The data
+	 * folder a previous record names is the caller's to keep (C4 in object.c). */
+	cn_err (*prev_keep)(cn_drive *d, const char *vol, const char *key);
+	cn_err (*prev_read)(cn_drive *d, const char *vol, const char *key, size_t max, cn_buf *out);
+	cn_err (*prev_drop)(cn_drive *d, const char *vol, const char *key);
+
 	/* Records. read_meta: at most max bytes; a record that is not there is told apart
 	 * from a vol that is not there: CN_ERR_NO_KEY only when the vol exists on this drive
 	 * (so does the drive's folder: a "no such key" that counts, E2 in set.c), else

@@ -439,6 +439,28 @@ static cn_err h_rename_data(cn_drive *dd, const char *tmp_id, const char *data_i
 	hdrive *d = H(dd);
 	CALL_WRITE(d, "rename_data", d->in->ops->rename_data(d->in, tmp_id, data_id, vol, key, rec, reclen));
 }
+/* The previous record (drive.h): an inner drive without one keeps none (CN_ERR_NO_KEY). */
+static cn_err h_prev_keep(cn_drive *dd, const char *vol, const char *key)
+{
+	hdrive *d = H(dd);
+	if (!d->in->ops->prev_keep)
+		return CN_ERR_NO_KEY;
+	CALL(d, "prev_keep", d->in->ops->prev_keep(d->in, vol, key));
+}
+static cn_err h_prev_read(cn_drive *dd, const char *vol, const char *key, size_t max, cn_buf *out)
+{
+	hdrive *d = H(dd);
+	if (!d->in->ops->prev_read)
+		return CN_ERR_NO_KEY;
+	CALL(d, "prev_read", d->in->ops->prev_read(d->in, vol, key, max, out));
+}
+static cn_err h_prev_drop(cn_drive *dd, const char *vol, const char *key)
+{
+	hdrive *d = H(dd);
+	if (!d->in->ops->prev_drop)
+		return CN_OK;
+	CALL(d, "prev_drop", d->in->ops->prev_drop(d->in, vol, key));
+}
 static cn_err h_read_meta(cn_drive *dd, const char *vol, const char *key, size_t max, cn_buf *out)
 {
 	hdrive *d = H(dd);
@@ -630,6 +652,9 @@ static const cn_drive_ops health_ops = {
 	.file_close = h_file_close,
 	.abort_tmp = h_abort_tmp,
 	.rename_data = h_rename_data,
+	.prev_keep = h_prev_keep,
+	.prev_read = h_prev_read,
+	.prev_drop = h_prev_drop,
 	.read_meta = h_read_meta,
 	.delete_meta = h_delete_meta,
 	.delete_data = h_delete_data,

@@ -1289,6 +1289,57 @@ static cn_err local_read_meta(cn_drive *dd, const char *vol, const char *key, si
 	return e;
 }
 
+/* Removes the record file at path: into the pool when it has no other link (P1), else
+ * unlinked. CN_ERR_NO_KEY when absent. */
+static cn_err retire_record(local_drive *d, const char *path)
+{
+	struct stat st;
+	uint32_t id;
+	char pp[64];
+	if (fstatat(d->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_nlink == 1 && pool_name(d, &id)) {
+		pool_path(pp, sizeof pp, id);
+		if (renameat(d->root_fd, path, d->root_fd, pp) == 0) {
+			if (st.st_size > POOL_KEEP_BYTES) { /* its blocks are freed now (P4) */
+				int fd = openat(d->root_fd, pp, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+				if (fd >= 0)
+					close(fd);
+			}
+			pool_give(d, id);
+			return CN_OK;
+		}
+	}
+	if (unlinkat(d->root_fd, path, 0) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return CN_ERR_NO_KEY;
+		return map_errno(d, errno, "removing record", path);
+	}
+	return CN_OK;
+}
+
+/* rec_path's answer rp (its folder rp[0..rdir)) made the path of the key's previous record
+ * (drive.h prev_keep; FORMAT.md §3): "%p.<leaf>" beside "%m.<leaf>", or "%prev" beside a
+ * long leaf's "%meta" (the same lengths). */
+#define PREV_NAME "%prev"
+static void prev_of(cn_buf *rp, size_t rdir)
+{
+	char *name = rp->p + rdir + 1;
+	if (!strcmp(name, REC_NAME))
+		memcpy(name, PREV_NAME, sizeof PREV_NAME);
+	else
+		name[1] = 'p'; /* FLAT_PREFIX "%m." -> "%p." */
+}
+
+/* prev_of undone. */
+static void cur_of(cn_buf *rp, size_t rdir)
+{
+	char *name = rp->p + rdir + 1;
+	if (!strcmp(name, PREV_NAME))
+		memcpy(name, REC_NAME, sizeof REC_NAME);
+	else
+		name[1] = 'm';
+}
+
 static cn_err local_delete_meta(cn_drive *dd, const char *vol, const char *key)
 {
 	local_drive *d = L(dd);
@@ -1296,32 +1347,85 @@ static cn_err local_delete_meta(cn_drive *dd, const char *vol, const char *key)
 	size_t rdir;
 	cn_buf_init(&rp);
 	cn_err e = rec_path(&rp, vol, key, &rdir);
-	/* into the pool when the record has no other link (P1), else unlinked */
-	struct stat st;
-	uint32_t id;
-	char pp[64];
-	bool pooled = false;
-	if (!e && fstatat(d->root_fd, rp.p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_nlink == 1 && pool_name(d, &id)) {
-		pool_path(pp, sizeof pp, id);
-		if (renameat(d->root_fd, rp.p, d->root_fd, pp) == 0) {
-			if (st.st_size > POOL_KEEP_BYTES) { /* its blocks are freed now (P4) */
-				int fd = openat(d->root_fd, pp, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
-				if (fd >= 0)
-					close(fd);
-			}
-			pool_give(d, id);
-			pooled = true;
-		}
-	}
-	if (!e && !pooled && unlinkat(d->root_fd, rp.p, 0) < 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			e = CN_ERR_NO_KEY;
-		else
-			e = map_errno(d, errno, "removing record", rp.p);
+	if (!e) {
+		/* the previous record first: none is left without its current one (drive.h) */
+		prev_of(&rp, rdir);
+		retire_record(d, rp.p);
+		cur_of(&rp, rdir);
+		e = retire_record(d, rp.p);
 	}
 	if (!e)
 		pending_dir(d, rp.p, rdir);
+	cn_buf_fini(&rp);
+	return e;
+}
+
+static cn_err local_prev_keep(cn_drive *dd, const char *vol, const char *key)
+{
+	local_drive *d = L(dd);
+	cn_buf cur, prev;
+	size_t rdir;
+	cn_buf_init(&cur);
+	cn_buf_init(&prev);
+	cn_err e = rec_path(&cur, vol, key, &rdir);
+	if (!e)
+		e = cn_buf_append(&prev, cur.p, cur.len + 1);
+	if (!e) {
+		prev.len = cur.len;
+		prev_of(&prev, rdir);
+	}
+	/* link(2) does not replace: a previous record left over (a crash before its drop)
+	 * goes first, on EEXIST only (an overwrite's common case is one link) */
+	for (int tries = 0; !e; tries++) {
+		if (linkat(d->root_fd, cur.p, d->root_fd, prev.p, 0) == 0)
+			break;
+		if (errno == EEXIST && tries < 2) {
+			unlinkat(d->root_fd, prev.p, 0);
+			continue;
+		}
+		if (errno == ENOENT || errno == ENOTDIR) {
+			unlinkat(d->root_fd, prev.p, 0); /* not the (missing) current one's */
+			e = CN_ERR_NO_KEY;
+		} else {
+			e = map_errno(d, errno, "keeping the previous record", prev.p);
+		}
+	}
+	if (!e)
+		pending_dir(d, prev.p, rdir);
+	cn_buf_fini(&cur);
+	cn_buf_fini(&prev);
+	return e;
+}
+
+static cn_err local_prev_read(cn_drive *dd, const char *vol, const char *key, size_t max,
+                              cn_buf *out)
+{
+	cn_buf rp;
+	size_t rdir;
+	cn_buf_init(&rp);
+	cn_err e = rec_path(&rp, vol, key, &rdir);
+	if (!e) {
+		prev_of(&rp, rdir);
+		e = cn_drive_nowait() ? read_file_nowait(L(dd), rp.p, max, out, CN_ERR_NO_KEY)
+		                      : read_file_at(L(dd), rp.p, max, out, CN_ERR_NO_KEY);
+	}
+	cn_buf_fini(&rp);
+	return e;
+}
+
+static cn_err local_prev_drop(cn_drive *dd, const char *vol, const char *key)
+{
+	local_drive *d = L(dd);
+	cn_buf rp;
+	size_t rdir;
+	cn_buf_init(&rp);
+	cn_err e = rec_path(&rp, vol, key, &rdir);
+	if (!e) {
+		prev_of(&rp, rdir);
+		e = retire_record(d, rp.p);
+		if (e == CN_ERR_NO_KEY)
+			e = CN_OK;
+	}
 	cn_buf_fini(&rp);
 	return e;
 }
@@ -2409,6 +2513,9 @@ static const cn_drive_ops local_ops = {
 	.file_close = local_file_close,
 	.abort_tmp = local_abort_tmp,
 	.rename_data = local_rename_data,
+	.prev_keep = local_prev_keep,
+	.prev_read = local_prev_read,
+	.prev_drop = local_prev_drop,
 	.read_meta = local_read_meta,
 	.delete_meta = local_delete_meta,
 	.delete_data = local_delete_data,

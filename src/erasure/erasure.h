@@ -291,6 +291,19 @@ typedef struct cn_ec_heal_result {
 cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vid, bool dry_run,
                   cn_ec_heal_result *res);
 
+/* --- an overwrite's safety net (set.c E15) -----------------------------------------------
+ * cn_ec_prev_keep, under the key's lock just before a commit that replaces an existing
+ * current record: every drive keeps that record as the key's previous one (drive.h
+ * prev_keep; best effort: a drive that cannot keeps none). cn_ec_prev_drop, once the commit
+ * is durable at write quorum and no later commit of the key has kept its own: every drive
+ * removes it (best effort; leftovers are harmless, E15). Until then a read that finds no
+ * version at quorum among the current records counts the previous ones, so a commit cut
+ * short on some drives while others miss the key still reads the version it replaced.
+ * One-drive sets keep none (their commit is one rename). The previous version's data
+ * folder must outlive its record (the caller drops it after the commit, C4). */
+void cn_ec_prev_keep(cn_ec_set *s, const char *vol, const char *key);
+void cn_ec_prev_drop(cn_ec_set *s, const char *vol, const char *key);
+
 /* --- versions ----------------------------------------------------------------------------
  * Noncurrent versions of a key (drive.h version_*): the current record is the one that
  * cn_ec_read_meta / cn_ec_open / commits use; a version id names a noncurrent one. The

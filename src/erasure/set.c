@@ -56,6 +56,24 @@
  *      last data shard's padding (fewer than k bytes) is zeroed before the parity is
  *      computed; bodies may be read straight into it (cn_ec_writer_space/fill). The
  *      shard files are the codec's (tests: test_writer_shard_files_match_the_codec).
+ *  E15. An overwrite's commit renames its records drive by drive, so a crash in it leaves
+ *      the new version on some drives and the replaced one on the others; with the key's
+ *      records also missing from drives (lost, not healed yet) neither may reach K, and an
+ *      acknowledged version is unreadable (durability.py found it). So a commit that
+ *      replaces a record first keeps it on every drive as the key's previous record
+ *      (cn_ec_prev_keep; the object layer drops it after the barrier), and a current-record
+ *      read whose split outlasts E13's retries lets each drive's previous record vote:
+ *      a version counts the drives holding it as current or previous record, and the one
+ *      with the most votes at its quorum is read (prev_fallback). The reader is degraded
+ *      (queued for heal) and heal rewrites those slots' records (and drops the previous
+ *      ones); listing reads such keys with a quorum read (E6), so it shows them too;
+ *      E10's dangling check and the orphan check count previous records. A previous
+ *      record left over (its drop lost to a crash) is the one its drive's current record
+ *      replaced (delete_meta removes both; heal drops those it rewrites), so it can only
+ *      vote for the version an acknowledged one replaced, and the fallback runs only when
+ *      that acknowledged one is on fewer than K drives: more failures than parity (it
+ *      reached W), where nothing is promised. Depth one: two cut-short overwrites of a
+ *      key without a heal between may still lose the older.
  *  E5, E6: listing (below, "merged walks"); E8: name lists (below, union_names); E9:
  *      buckets (cn_ec_list_vols). */
 #include "erasure/codec.h"
@@ -128,6 +146,7 @@ struct cn_ec_reader {
 	bool good[CN_EC_MAX_DRIVES];        /* slot's record agrees (E2) */
 	bool offline[CN_EC_MAX_DRIVES];     /* slot's drive did not answer */
 	bool unread[CN_EC_MAX_DRIVES];      /* E7: slot's record not read (yet) */
+	bool prev[CN_EC_MAX_DRIVES];        /* E15: slot's record is its previous one */
 	uint64_t ident;                     /* rec_identity of the chosen record */
 	unsigned char *inl[CN_EC_MAX_DRIVES]; /* coded inline streams per slot: owned, or in */
 	cn_ec_rec *inl_rec[CN_EC_MAX_DRIVES]; /* these shared records (references; read-only) */
@@ -1045,7 +1064,7 @@ static uint64_t rec_identity(const cn_ec_meta *m)
 	return h;
 }
 
-typedef enum rec_kind { REC_CURRENT, REC_VERSION, REC_UPLOAD } rec_kind;
+typedef enum rec_kind { REC_CURRENT, REC_VERSION, REC_UPLOAD, REC_PREV } rec_kind;
 
 typedef struct decode_arg {
 	bool skip_inline;
@@ -1105,6 +1124,9 @@ static cn_err read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
 		e = dr->ops->read_meta(dr, vol, key, CN_EC_RECORD_MAX, &rec);
 	else if (kind == REC_VERSION)
 		e = dr->ops->version_read(dr, vol, key, name, CN_EC_RECORD_MAX, &rec);
+	else if (kind == REC_PREV)
+		e = dr->ops->prev_read ? dr->ops->prev_read(dr, vol, key, CN_EC_RECORD_MAX, &rec)
+		                       : CN_ERR_NO_KEY;
 	else
 		e = dr->ops->upload_read(dr, vol, key, name, CN_EC_RECORD_MAX, &rec);
 	if (e == CN_ERR_TOO_LARGE)
@@ -1186,13 +1208,79 @@ static cn_err complete_partial(cn_ec_meta *m, cn_ec_rec *src, bool skip_inline)
 	return cn_ec_meta_decode_rec(src, skip_inline, true, m);
 }
 
+/* E15: no version of the key has its quorum among the current records: each drive's
+ * previous record (drive.h prev_keep) votes too. A version counts the drives whose current
+ * or previous record it is; the one with the most votes at its quorum wins (then the
+ * newest). The slots that hold it as their previous record get that record in ms[] (their
+ * current one released; errs[] CN_OK, ids[] its identity, prev[] set). Returns whether one
+ * won. */
+static bool prev_fallback(cn_ec_set *s, const char *vol, const char *key, bool skip_inline,
+                          cn_ec_meta *ms, cn_err *errs, uint64_t *ids, cn_ec_rec **partial,
+                          bool *prev)
+{
+	size_t n = s->n;
+	cn_ec_meta pm[CN_EC_MAX_DRIVES];
+	cn_err pe[CN_EC_MAX_DRIVES];
+	uint64_t pid[CN_EC_MAX_DRIVES];
+	size_t found = 0;
+	for (size_t d = 0; d < n; d++) {
+		cn_ec_meta_init(&pm[d]);
+		pe[d] = errs[d] == CN_ERR_OFFLINE ? CN_ERR_OFFLINE
+		        : read_one(s, d, REC_PREV, vol, key, NULL, skip_inline, false, &pm[d], &pid[d], NULL);
+		found += !pe[d];
+	}
+	size_t best_votes = 0;
+	uint64_t best_id = 0;
+	int64_t best_mtime = 0;
+	for (size_t c = 0; found && c < 2 * n; c++) {
+		size_t d = c % n;
+		bool cur = c < n;
+		if (cur ? errs[d] != CN_OK : pe[d] != CN_OK)
+			continue;
+		uint64_t id = cur ? ids[d] : pid[d];
+		const cn_ec_meta *cm = cur ? &ms[d] : &pm[d];
+		size_t votes = 0;
+		for (size_t j = 0; j < n; j++)
+			votes += (!errs[j] && ids[j] == id) || (!pe[j] && pid[j] == id);
+		if (votes < rec_quorum(s, cm))
+			continue;
+		if (votes > best_votes || (votes == best_votes && cm->mtime_ms > best_mtime)) {
+			best_votes = votes;
+			best_id = id;
+			best_mtime = cm->mtime_ms;
+		}
+	}
+	for (size_t d = 0; d < n; d++) {
+		if (best_votes && !pe[d] && pid[d] == best_id && (errs[d] || ids[d] != best_id)) {
+			cn_ec_meta_fini(&ms[d]);
+			ms[d] = pm[d];
+			cn_ec_meta_init(&pm[d]);
+			cn_ec_rec_unref(partial[d]);
+			partial[d] = NULL;
+			errs[d] = CN_OK;
+			ids[d] = best_id;
+			if (prev)
+				prev[d] = true;
+		}
+		cn_ec_meta_fini(&pm[d]);
+	}
+	if (best_votes)
+		cn_log(CN_LOG_WARN, NULL, "erasure: %s/%s: no version at quorum among the current records; "
+		       "read the one %zu drives hold as current or previous record (a write cut short?)",
+		       vol, key, best_votes);
+	return best_votes > 0;
+}
+
 /* Reads the record from every drive and picks the version most drives agree on (E2).
  * ms[] (n entries, initialized) get each drive's record; agree[d] says drive d holds the
  * chosen one; *pick is one such drive. unread non-NULL: early-out (E7), unread[d] says
- * slot d was not read (its errs[] entry is then CN_ERR_OFFLINE). */
+ * slot d was not read (its errs[] entry is then CN_ERR_OFFLINE). use_prev: a current
+ * record's read with no version at quorum falls back on the previous records (E15);
+ * prev[d] (may be NULL) then says slot d's agreeing record is its previous one. */
 static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, const char *key,
                                const char *name, bool skip_inline, cn_ec_meta *ms, bool *agree,
-                               size_t *pick, cn_err *errs_out, bool *unread, bool *split)
+                               size_t *pick, cn_err *errs_out, bool *unread, bool *split,
+                               bool use_prev, bool *prev)
 {
 	cn_err errs_own[CN_EC_MAX_DRIVES];
 	cn_err *errs = errs_out ? errs_out : errs_own;
@@ -1210,6 +1298,8 @@ static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, con
 		errs[d] = CN_ERR_OFFLINE;
 		if (unread)
 			unread[d] = early;
+		if (prev)
+			prev[d] = false;
 	}
 	/* cache hits of records that carry their identity are decoded partially (no user
 	 * metadata copied out of each of up to 16 records); the chosen one is completed below */
@@ -1269,6 +1359,19 @@ static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, con
 		if (best < n && best_n < rec_quorum(s, &ms[best]))
 			best = n;
 	}
+	if (best == n && use_prev && ordered && kind == REC_CURRENT &&
+	    prev_fallback(s, vol, key, skip_inline, ms, errs, ids, partial, prev)) {
+		/* the winner's slot: one holding it (as current or previous record) */
+		for (size_t i = 0; i < n && best == n; i++) {
+			size_t d = order[i], c = 0;
+			if (errs[d])
+				continue;
+			for (size_t j = 0; j < n; j++)
+				c += !errs[j] && ids[j] == ids[d];
+			if (c >= rec_quorum(s, &ms[d]))
+				best = d;
+		}
+	}
 	cn_err e = best < n ? complete_partial(&ms[best], partial[best], skip_inline) : CN_OK;
 	for (size_t d = 0; d < n; d++)
 		cn_ec_rec_unref(partial[d]);
@@ -1323,12 +1426,13 @@ static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, con
 void (*cn_ec__split_retry_hook)(void);
 static cn_err read_quorum_recs(cn_ec_set *s, rec_kind kind, const char *vol, const char *key,
                                const char *name, bool skip_inline, cn_ec_meta *ms, bool *agree,
-                               size_t *pick, cn_err *errs_out, bool *unread)
+                               size_t *pick, cn_err *errs_out, bool *unread, bool *prev)
 {
 	for (int attempt = 0;; attempt++) {
 		bool split = false;
+		/* E15 on the last read of a split (a split that outlasted the commits in progress) */
 		cn_err e = read_quorum_once(s, kind, vol, key, name, skip_inline, ms, agree, pick, errs_out,
-		                            unread, &split);
+		                            unread, &split, attempt == SPLIT_RETRIES, prev);
 		if (e != CN_ERR_QUORUM || !split || attempt == SPLIT_RETRIES)
 			return e;
 		for (size_t d = 0; d < s->n; d++) {
@@ -1361,7 +1465,7 @@ static cn_err read_rec(cn_ec_set *s, rec_kind kind, const char *vol, const char 
 		cn_ec_meta_init(&ms[d]);
 	bool unread[CN_EC_MAX_DRIVES];
 	cn_err e = read_quorum_recs(s, kind, vol, key, name, skip_inline, ms, agree, &pick, NULL,
-	                            kind == REC_UPLOAD ? NULL : unread);
+	                            kind == REC_UPLOAD ? NULL : unread, NULL);
 	if (!e) {
 		cn_ec_meta_fini(m);
 		*m = ms[pick];
@@ -1728,7 +1832,7 @@ static cn_err open_coded(cn_ec_reader *r, const char *vid, bool full, cn_ec_meta
 	for (size_t d = 0; d < s->n; d++)
 		cn_ec_meta_init(&ms[d]);
 	cn_err e = read_quorum_recs(s, vid ? REC_VERSION : REC_CURRENT, r->vol, r->key, vid, false, ms,
-	                            agree, &pick, errs, full ? NULL : r->unread);
+	                            agree, &pick, errs, full ? NULL : r->unread, r->prev);
 	if (!e) {
 		const cn_ec_meta *c = &ms[pick];
 		r->ident = rec_identity(c);
@@ -1750,7 +1854,7 @@ static cn_err open_coded(cn_ec_reader *r, const char *vid, bool full, cn_ec_meta
 			r->slot_of[j] = -1;
 		for (size_t d = 0; d < s->n; d++) {
 			r->offline[d] = errs[d] == CN_ERR_OFFLINE && !r->unread[d];
-			if (!agree[d] && errs[d] != CN_ERR_OFFLINE)
+			if ((!agree[d] && errs[d] != CN_ERR_OFFLINE) || r->prev[d])
 				r->degraded = true; /* missing or stale record on a drive we can write: heal */
 			if (agree[d])
 				reader_take_slot(r, d, &ms[d]);
@@ -2021,7 +2125,7 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 	for (size_t d = 0; d < s->n; d++) {
 		if (!D(s, d) || r->offline[d])
 			continue; /* offline: nothing to write to */
-		bad[d] = !r->good[d];
+		bad[d] = !r->good[d] || r->prev[d]; /* E15: a previous record is rewritten current */
 	}
 	if (!is_inline) {
 		size_t fsl = cn_codec_shard_len(r->c, r->block_size);
@@ -2163,6 +2267,8 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 			res->drives_healed++;
 			res->bytes_written += is_inline ? (int64_t)slen[d]
 			                                : cn_codec_shard_file_size(r->c, r->block_size, m.size);
+			if (r->prev[d] && D(s, d)->ops->prev_drop)
+				D(s, d)->ops->prev_drop(D(s, d), vol, key); /* E15: no longer needed */
 		}
 	}
 	for (size_t d = 0; d < n; d++) /* whatever a failed rebuild left in tmp */
@@ -2187,6 +2293,24 @@ cn_err cn_ec_version_keep(cn_ec_set *s, const char *vol, const char *key, const 
 	for (size_t i = 0; i < s->n; i++)
 		errs[i] = D(s, i) ? D(s, i)->ops->version_keep(D(s, i), vol, key, vid) : CN_ERR_OFFLINE;
 	return reduce_quorum(errs, s->n, write_quorum(s));
+}
+
+void cn_ec_prev_keep(cn_ec_set *s, const char *vol, const char *key)
+{
+	if (!coded(s))
+		return; /* one drive: its rename is the whole commit */
+	for (size_t i = 0; i < s->n; i++)
+		if (D(s, i) && D(s, i)->ops->prev_keep)
+			D(s, i)->ops->prev_keep(D(s, i), vol, key);
+}
+
+void cn_ec_prev_drop(cn_ec_set *s, const char *vol, const char *key)
+{
+	if (!coded(s))
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		if (D(s, i) && D(s, i)->ops->prev_drop)
+			D(s, i)->ops->prev_drop(D(s, i), vol, key);
 }
 
 cn_err cn_ec_version_read(cn_ec_set *s, const char *vol, const char *key, const char *vid,
@@ -2288,14 +2412,13 @@ static bool names_add(char ***v, size_t *n, size_t *cap, const char *name, bool 
 	return true;
 }
 
-/* Adds the data folder drive d's record (current: vid NULL) references to refs. */
-static cn_err add_ref(cn_ec_set *s, size_t d, const char *vol, const char *key, const char *vid,
-                      char ***refs, size_t *nr, size_t *cap)
+/* Adds the data folder drive d's record of the kind (vid: REC_VERSION's) references to refs. */
+static cn_err add_ref(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, const char *key,
+                      const char *vid, char ***refs, size_t *nr, size_t *cap)
 {
 	cn_ec_meta m;
 	cn_ec_meta_init(&m);
-	cn_err e = read_one(s, d, vid ? REC_VERSION : REC_CURRENT, vol, key, vid, true, false, &m,
-	                    NULL, NULL);
+	cn_err e = read_one(s, d, kind, vol, key, vid, true, false, &m, NULL, NULL);
 	if (e == CN_ERR_NO_KEY || e == CN_ERR_NOT_FOUND)
 		e = CN_OK; /* none (removed meanwhile, or never there) */
 	else if (!e && m.data_id[0] && !names_add(refs, nr, cap, m.data_id, false))
@@ -2333,11 +2456,13 @@ cn_err cn_ec_orphan_data(cn_ec_set *s, const char *vol, const char *key, char **
 		cn_drive *dr = D(s, d);
 		char **vids = NULL;
 		size_t nv = 0;
-		e = add_ref(s, d, vol, key, NULL, &refs, &nr, &capr);
+		e = add_ref(s, d, REC_CURRENT, vol, key, NULL, &refs, &nr, &capr);
+		if (!e) /* E15: a previous record's data is still the key's */
+			e = add_ref(s, d, REC_PREV, vol, key, NULL, &refs, &nr, &capr);
 		if (!e)
 			e = dr->ops->version_list(dr, vol, key, &vids, &nv);
 		for (size_t i = 0; !e && i < nv; i++)
-			e = add_ref(s, d, vol, key, vids[i], &refs, &nr, &capr);
+			e = add_ref(s, d, REC_VERSION, vol, key, vids[i], &refs, &nr, &capr);
 		cn_drive_free_names(vids, nv);
 	}
 	size_t k = 0;
@@ -2391,16 +2516,33 @@ cn_err cn_ec_purge_dangling(cn_ec_set *s, const char *vol, const char *key, cons
 			unknown++; /* offline, unreadable, corrupt, no bucket: it may hold anything */
 		}
 	}
+	/* E15: a current version also counts the drives holding it as their previous record
+	 * (and one held only so, too): it is readable */
+	cn_ec_meta pm[CN_EC_MAX_DRIVES];
+	cn_err pe[CN_EC_MAX_DRIVES];
+	uint64_t pid[CN_EC_MAX_DRIVES];
+	for (size_t d = 0; d < s->n; d++) {
+		cn_ec_meta_init(&pm[d]);
+		pe[d] = vid || !have || errs[d] == CN_ERR_OFFLINE
+		        ? CN_ERR_NO_KEY
+		        : read_one(s, d, REC_PREV, vol, key, NULL, true, false, &pm[d], &pid[d], NULL);
+	}
 	bool dangling = have > 0;
-	for (size_t d = 0; d < s->n && dangling; d++) {
-		if (errs[d])
+	for (size_t c = 0; c < 2 * s->n && dangling; c++) {
+		size_t d = c % s->n;
+		bool cur = c < s->n;
+		if (cur ? errs[d] != CN_OK : pe[d] != CN_OK)
 			continue;
-		size_t c = 0;
+		uint64_t id = cur ? ids[d] : pid[d];
+		size_t v = 0;
 		for (size_t j = 0; j < s->n; j++)
-			c += !errs[j] && ids[j] == ids[d];
-		if (c + unknown >= rec_quorum(s, &ms[d]) || c + unknown >= read_quorum(s))
+			v += (!errs[j] && ids[j] == id) || (!pe[j] && pid[j] == id);
+		const cn_ec_meta *cm = cur ? &ms[d] : &pm[d];
+		if (v + unknown >= rec_quorum(s, cm) || v + unknown >= read_quorum(s))
 			dangling = false; /* readable now, or maybe once the others answer */
 	}
+	for (size_t d = 0; d < s->n; d++)
+		cn_ec_meta_fini(&pm[d]);
 	cn_err e = CN_OK;
 	for (size_t d = 0; d < s->n; d++) {
 		if (dangling && !errs[d]) {

@@ -22,7 +22,15 @@
  *      put never lands in a bucket folder that is being removed.
  *  C6. A replaced or deleted version's data folder outlives the readers that may read it
  *      (cn_obj__drop_data, object_int.h): a GET that began before an overwrite streams the
- *      old version to its end. */
+ *      old version to its end.
+ *  C7. A commit that replaces a current record keeps it as the key's previous record on
+ *      every drive first (cn_ec_prev_keep in vprep, erasure.h: set.c E15 reads it when a
+ *      crash cut the commit short), and drops it after the barrier (vfinish), under the
+ *      key's lock and only when no commit under that lock was prepared since (key_gen):
+ *      a later commit of the key has kept its own previous record, which must stay until
+ *      that commit's barrier. A drop skipped (another key of the lock) leaves a previous
+ *      record that E15 never counts while the current one is at quorum; the next
+ *      overwrite of the key replaces it, a delete removes it. */
 #include "object/object_int.h"
 
 #include <errno.h>

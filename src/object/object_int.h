@@ -54,6 +54,7 @@ struct cn_obj_store {
 	unsigned char dep_key[16];                 /* the deployment id's bytes: the routing key */
 	pthread_rwlock_t ns_lock;                  /* C5 */
 	pthread_mutex_t key_locks[OBJ_KEY_LOCKS];  /* C2 (also one upload's changes) */
+	uint64_t key_gen[OBJ_KEY_LOCKS];           /* C7: commits prepared, per key lock */
 	cn_obj__pins pins[OBJ_PIN_STRIPES];        /* C6: open readers by key hash */
 	/* versioning state per bucket (versions.c): a direct-mapped cache of the
 	 * "versioning" bucket document; vs_gen counts changes (insert only if unchanged) */
@@ -182,6 +183,8 @@ typedef struct cn_obj__vcommit {
 	cn_ec_meta old;   /* the version that was current (skip_inline), when old_ok */
 	bool old_ok;
 	bool drop_null;   /* suspended: the noncurrent "null" version goes after the commit */
+	bool prev_kept;   /* C7: the replaced record is kept as the previous one */
+	uint64_t gen;     /* C7: the key lock's commit generation vprep saw */
 	int ndrop;
 	char drop[2][CN_DRIVE_ID_MAX + 1];
 } cn_obj__vcommit;

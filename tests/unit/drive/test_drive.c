@@ -169,6 +169,75 @@ TEST(test_walk)
 	cn_drive_close(d);
 }
 
+/* The previous record (drive.h prev_keep/read/drop; FORMAT.md §3): "%p.<leaf>" beside
+ * "%m.<leaf>", "%prev" beside a long leaf's "%meta"; kept across the rename of a new
+ * record, replaced by the next keep, removed by drop and by delete_meta, never walked. */
+TEST(test_previous_record)
+{
+	cn_drive *d = open_fresh(false);
+	d->ops->make_vol(d, "vol");
+	char longkey[300];
+	memset(longkey, 'L', 254); /* longer than FLAT_MAX: "%meta" in its folder */
+	longkey[254] = 0;
+	const char *keys[] = { "p/k", longkey };
+	const char *prev_rel[] = { "vol/p/%p.k", NULL };
+	char lrel[400];
+	snprintf(lrel, sizeof lrel, "vol/%s/%%prev", longkey);
+	prev_rel[1] = lrel;
+	cn_buf b;
+	cn_buf_init(&b);
+	for (int i = 0; i < 2; i++) {
+		const char *k = keys[i];
+		CHECK_EQ_INT(d->ops->prev_keep(d, "vol", k), CN_ERR_NO_KEY); /* no current record */
+		CHECK_EQ_INT(put_inline(d, k, "A"), CN_OK);
+		CHECK_EQ_INT(d->ops->prev_read(d, "vol", k, 100, &b), CN_ERR_NO_KEY);
+		CHECK_EQ_INT(d->ops->prev_keep(d, "vol", k), CN_OK);
+		CHECK(exists(prev_rel[i]));
+		CHECK_EQ_INT(put_inline(d, k, "BB"), CN_OK);
+		CHECK_EQ_INT(d->ops->prev_read(d, "vol", k, 100, &b), CN_OK);
+		CHECK(b.len == 1 && !memcmp(b.p, "A", 1));
+		CHECK_EQ_INT(d->ops->read_meta(d, "vol", k, 100, &b), CN_OK);
+		CHECK(b.len == 2 && !memcmp(b.p, "BB", 2));
+		/* a leftover is replaced by the next keep */
+		CHECK_EQ_INT(d->ops->prev_keep(d, "vol", k), CN_OK);
+		CHECK_EQ_INT(put_inline(d, k, "CCC"), CN_OK);
+		CHECK_EQ_INT(d->ops->prev_read(d, "vol", k, 100, &b), CN_OK);
+		CHECK(b.len == 2 && !memcmp(b.p, "BB", 2));
+		walked w = { .n = 0 };
+		CHECK_EQ_INT(d->ops->walk(d, "vol", "", NULL, false, walk_cb, &w), CN_OK);
+		CHECK_EQ_INT(w.n, i + 1); /* the previous record is no key */
+		CHECK_EQ_INT(d->ops->prev_drop(d, "vol", k), CN_OK);
+		CHECK(!exists(prev_rel[i]));
+		CHECK_EQ_INT(d->ops->prev_drop(d, "vol", k), CN_OK); /* absent: fine */
+		CHECK_EQ_INT(d->ops->read_meta(d, "vol", k, 100, &b), CN_OK);
+		CHECK(b.len == 3 && !memcmp(b.p, "CCC", 3));
+		/* delete_meta takes both */
+		CHECK_EQ_INT(d->ops->prev_keep(d, "vol", k), CN_OK);
+		CHECK(exists(prev_rel[i]));
+		CHECK_EQ_INT(d->ops->delete_meta(d, "vol", k), CN_OK);
+		CHECK(!exists(prev_rel[i]));
+		CHECK_EQ_INT(d->ops->read_meta(d, "vol", k, 100, &b), CN_ERR_NO_KEY);
+		/* a keep without a current record removes a leftover (not the current one's) */
+		CHECK_EQ_INT(put_inline(d, k, "D"), CN_OK);
+		CHECK_EQ_INT(d->ops->prev_keep(d, "vol", k), CN_OK);
+		char cmd[1200], cur[400];
+		snprintf(cur, sizeof cur, "%s", prev_rel[i]);
+		if (i == 0)
+			cur[strlen("vol/p/%")] = 'm';
+		else
+			memcpy(cur + strlen(cur) - 4, "meta", 4);
+		CHECK(exists(cur));
+		snprintf(cmd, sizeof cmd, "rm -f '%s/%s'", base, cur);
+		CHECK(system(cmd) == 0);
+		CHECK(exists(prev_rel[i]));
+		CHECK_EQ_INT(d->ops->prev_keep(d, "vol", k), CN_ERR_NO_KEY);
+		CHECK(!exists(prev_rel[i]));
+		CHECK_EQ_INT(put_inline(d, k, "E"), CN_OK); /* the walk count for the next key */
+	}
+	cn_buf_fini(&b);
+	cn_drive_close(d);
+}
+
 /* Where the current record of a key sits (FORMAT.md §3): "%m.<leaf>" beside the key's
  * folder, or "<folder>/%meta" for a leaf longer than 252 bytes; versions and data folders
  * in the key's folder, made only when needed. */
@@ -1025,6 +1094,7 @@ int main(void)
 	RUN(test_record_beside_folder);
 	RUN(test_record_pool);
 	RUN(test_walk);
+	RUN(test_previous_record);
 	RUN(test_sys_and_vols);
 	RUN(test_group_commit);
 	RUN(test_group_commit_hands_on_the_lead);
