@@ -10,7 +10,8 @@
 #   S3BENCH=/path/to/s3bench   (build: gcc -O2 -o s3bench ../shared/bench/perf/tools/s3bench.c
 #                               -lcurl -lcrypto -lpthread, or let compare.sh build it)
 # Environment: DRIVES (default "/d{1...4}"), SIZE (4k), OPS (put), SHOW (PUT), DUR (4),
-# PRIME (unset: none), IMG (/tmp/cairn-ab.img), IMG_SIZE (4G), MNT (/mnt/cairn-ab).
+# PRIME (unset: none), KEYS (unset: s3bench's default; a small count makes PUTs overwrite:
+# keys are used round-robin), IMG (/tmp/cairn-ab.img), IMG_SIZE (4G), MNT (/mnt/cairn-ab).
 # The loop device reads and writes its file with direct I/O (losetup --direct-io=on), so
 # the filesystem's data is cached once, as on a disk (and O_DIRECT writes, as in
 # scripts/experiments/odirect-shards.patch, reach the disk as without the loop device).
@@ -56,7 +57,7 @@ one() { # LABEL BIN
 			--duration "$PRIME" "${CRED[@]}" >/dev/null 2>&1
 	fi
 	"$S3BENCH" --url http://127.0.0.1:$PORT --bucket abtest --size "$SIZE" --ops "$OPS" --duration "$DUR" \
-		--concurrency 32 "${CRED[@]}" --server-pid $pid | python3 -c '
+		--concurrency 32 ${KEYS:+--keys "$KEYS"} "${CRED[@]}" --server-pid $pid | python3 -c '
 import json, sys
 for l in sys.stdin:
     d = json.loads(l)

@@ -85,6 +85,9 @@ typedef struct cn_ec_meta {
 	/* decoded by cn_ec_meta_decode_rec_partial: meta and parts left out (NULL, 0), the
 	 * strings empty */
 	bool partial;
+	/* not stored: set by a quorum read (cn_ec_read_meta) whose version some drives hold
+	 * only as their previous record (set.c E15): heal it before replacing it */
+	bool from_prev;
 } cn_ec_meta;
 
 void cn_ec_meta_init(cn_ec_meta *m);

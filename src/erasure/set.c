@@ -72,8 +72,9 @@
  *      replaced (delete_meta removes both; heal drops those it rewrites), so it can only
  *      vote for the version an acknowledged one replaced, and the fallback runs only when
  *      that acknowledged one is on fewer than K drives: more failures than parity (it
- *      reached W), where nothing is promised. Depth one: two cut-short overwrites of a
- *      key without a heal between may still lose the older.
+ *      reached W), where nothing is promised. One level deep: a commit over a version read
+ *      this way heals it first (cn_ec_meta.from_prev; object.c C7), so cut-short commits
+ *      of a key do not stack.
  *  E5, E6: listing (below, "merged walks"); E8: name lists (below, union_names); E9:
  *      buckets (cn_ec_list_vols). */
 #include "erasure/codec.h"
@@ -1463,13 +1464,15 @@ static cn_err read_rec(cn_ec_set *s, rec_kind kind, const char *vol, const char 
 	size_t pick = 0;
 	for (size_t d = 0; d < s->n; d++)
 		cn_ec_meta_init(&ms[d]);
-	bool unread[CN_EC_MAX_DRIVES];
+	bool unread[CN_EC_MAX_DRIVES], prev[CN_EC_MAX_DRIVES];
 	cn_err e = read_quorum_recs(s, kind, vol, key, name, skip_inline, ms, agree, &pick, NULL,
-	                            kind == REC_UPLOAD ? NULL : unread, NULL);
+	                            kind == REC_UPLOAD ? NULL : unread, prev);
 	if (!e) {
 		cn_ec_meta_fini(m);
 		*m = ms[pick];
 		cn_ec_meta_init(&ms[pick]);
+		for (size_t d = 0; d < s->n; d++)
+			m->from_prev |= agree[d] && prev[d];
 	}
 	for (size_t d = 0; d < s->n; d++)
 		cn_ec_meta_fini(&ms[d]);

@@ -179,6 +179,33 @@ pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket, const cha
 	return &s->key_locks[key_hash(bucket, key) % KEY_LOCKS];
 }
 
+cn_err cn_obj__prev_keep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                         const cn_ec_meta *old, uint64_t *gen)
+{
+	if (old->from_prev) {
+		cn_ec_heal_result hr;
+		cn_err e = cn_ec_heal(set, bucket, key, NULL, false, &hr);
+		if (e) {
+			cn_log(CN_LOG_WARN, NULL, "object: %s/%s: healing the version a cut-short commit left, "
+			       "before replacing it: %s", bucket, key, cn_err_str(e));
+			return e == CN_ERR_QUORUM ? e : CN_ERR_IO;
+		}
+	}
+	*gen = ++s->key_gen[cn_obj__key_lock(s, bucket, key) - s->key_locks];
+	cn_ec_prev_keep(set, bucket, key);
+	return CN_OK;
+}
+
+void cn_obj__prev_drop(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                       uint64_t gen)
+{
+	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
+	pthread_mutex_lock(kl);
+	if (s->key_gen[kl - s->key_locks] == gen)
+		cn_ec_prev_drop(set, bucket, key);
+	pthread_mutex_unlock(kl);
+}
+
 /* set.c E13 (erasure.h cn_ec_set_split_wait): a read found the drives split between
  * versions of bucket/key. Commits hold the key's lock while they rename records (C2), so
  * taking it and letting go waits for those in progress. A thread that holds it itself (a

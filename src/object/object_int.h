@@ -170,6 +170,18 @@ void cn_obj__heal_enqueue(cn_obj_store *s, const cn_ec_reader *r);
  * scanner is off. */
 void cn_obj__heal_scan_now(cn_obj_store *s);
 
+/* C7 (object.c): before a commit that replaces the current version old (read under the
+ * key's lock, which the caller holds), keeps it as every drive's previous record and
+ * returns in *gen the key lock's commit generation; a version read from previous records
+ * (old->from_prev: a commit cut short) is healed first (keeping now would replace the
+ * previous records that hold it). Errors: the heal's (CN_ERR_QUORUM, CN_ERR_IO): the
+ * commit must not go on. cn_obj__prev_drop, after the commit's barrier, without the lock:
+ * drops them unless a commit under the same lock was prepared since. */
+cn_err cn_obj__prev_keep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                         const cn_ec_meta *old, uint64_t *gen);
+void cn_obj__prev_drop(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                       uint64_t gen);
+
 /* versions.c: committing a new current version under the bucket's versioning state.
  * Under the key's lock: vprep (reads the current version, picks the new version id into
  * m->version_id, raises m->mtime_ms above the current version's (V5), keeps the current

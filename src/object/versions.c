@@ -162,10 +162,10 @@ cn_err cn_obj__vprep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const 
 	vc->old_ok = oe == CN_OK;
 	if (vc->old_ok && m->mtime_ms <= vc->old.mtime_ms)
 		m->mtime_ms = vc->old.mtime_ms + 1; /* V5 */
-	/* C7: under the key's lock (held by the caller) */
-	vc->gen = ++s->key_gen[cn_obj__key_lock(s, bucket, key) - s->key_locks];
 	if (vc->old_ok) {
-		cn_ec_prev_keep(set, bucket, key);
+		cn_err pe = cn_obj__prev_keep(s, set, bucket, key, &vc->old, &vc->gen); /* C7 */
+		if (pe)
+			return pe;
 		vc->prev_kept = true;
 	}
 	switch (v) {
@@ -207,13 +207,8 @@ void cn_obj__vpost(cn_obj_store *s, const char *bucket, const char *key, cn_obj_
 void cn_obj__vfinish(cn_obj_store *s, const char *bucket, const char *key, cn_obj__vcommit *vc,
                      const char *new_data_id, bool committed)
 {
-	if (committed && vc->prev_kept) { /* C7 */
-		pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
-		pthread_mutex_lock(kl);
-		if (s->key_gen[kl - s->key_locks] == vc->gen)
-			cn_ec_prev_drop(vc->set, bucket, key);
-		pthread_mutex_unlock(kl);
-	}
+	if (committed && vc->prev_kept)
+		cn_obj__prev_drop(s, vc->set, bucket, key, vc->gen); /* C7 */
 	for (int i = 0; committed && i < vc->ndrop; i++)
 		if (!new_data_id || strcmp(vc->drop[i], new_data_id))
 			cn_obj__drop_data(s, vc->set, bucket, key, vc->drop[i]); /* V3, C6 */

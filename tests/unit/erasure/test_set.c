@@ -1363,6 +1363,7 @@ TEST(test_cut_short_overwrite_reads_the_replaced_version)
 		cn_ec_meta_init(&m);
 		CHECK_EQ_INT(cn_ec_read_meta(s, "bkt", key, true, &m), CN_OK);
 		CHECK_EQ_INT(m.size, (int64_t)len);
+		CHECK(m.from_prev);
 		cn_ec_meta_fini(&m);
 		seen v = { 0, 0 };
 		CHECK_EQ_INT(cn_ec_walk(s, "bkt", "", NULL, false, seen_cb, &v), CN_OK);
@@ -1383,6 +1384,10 @@ TEST(test_cut_short_overwrite_reads_the_replaced_version)
 		CHECK_EQ_INT(res.drives_bad, 5);
 		CHECK_EQ_INT(res.drives_healed, 5);
 		CHECK(!rec_on(0, rel) && !rec_on(3, rel) && !rec_on(4, rel)); /* dropped by heal */
+		cn_ec_meta_init(&m);
+		CHECK_EQ_INT(cn_ec_read_meta(s, "bkt", key, true, &m), CN_OK);
+		CHECK(!m.from_prev);
+		cn_ec_meta_fini(&m);
 		/* now X is current at quorum on its own: drives 0..3 can go */
 		for (size_t i = 0; i < 4; i++)
 			lose_key(i, key);
