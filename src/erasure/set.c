@@ -1213,9 +1213,10 @@ static cn_err complete_partial(cn_ec_meta *m, cn_ec_rec *src, bool skip_inline)
  * previous record (drive.h prev_keep) votes too. A version counts the drives whose current
  * or previous record it is; the one with the most votes at its quorum wins (then the
  * newest). The slots that hold it as their previous record get that record in ms[] (their
- * current one released; errs[] CN_OK, ids[] its identity, prev[] set). Returns whether one
- * won. */
-static bool prev_fallback(cn_ec_set *s, const char *vol, const char *key, bool skip_inline,
+ * current one released; errs[] CN_OK, ids[] its identity, prev[] set). Returns CN_OK when
+ * one won, CN_ERR_QUORUM when none did, CN_ERR_BUSY when a drive could not be asked (W7:
+ * the caller reads again where it may wait). */
+static cn_err prev_fallback(cn_ec_set *s, const char *vol, const char *key, bool skip_inline,
                           cn_ec_meta *ms, cn_err *errs, uint64_t *ids, cn_ec_rec **partial,
                           bool *prev)
 {
@@ -1229,6 +1230,11 @@ static bool prev_fallback(cn_ec_set *s, const char *vol, const char *key, bool s
 		pe[d] = errs[d] == CN_ERR_OFFLINE ? CN_ERR_OFFLINE
 		        : read_one(s, d, REC_PREV, vol, key, NULL, skip_inline, false, &pm[d], &pid[d], NULL);
 		found += !pe[d];
+		if (pe[d] == CN_ERR_BUSY) {
+			for (size_t j = 0; j <= d; j++)
+				cn_ec_meta_fini(&pm[j]);
+			return CN_ERR_BUSY;
+		}
 	}
 	size_t best_votes = 0;
 	uint64_t best_id = 0;
@@ -1269,7 +1275,7 @@ static bool prev_fallback(cn_ec_set *s, const char *vol, const char *key, bool s
 		cn_log(CN_LOG_WARN, NULL, "erasure: %s/%s: no version at quorum among the current records; "
 		       "read the one %zu drives hold as current or previous record (a write cut short?)",
 		       vol, key, best_votes);
-	return best_votes > 0;
+	return best_votes ? CN_OK : CN_ERR_QUORUM;
 }
 
 /* Reads the record from every drive and picks the version most drives agree on (E2).
@@ -1360,8 +1366,15 @@ static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, con
 		if (best < n && best_n < rec_quorum(s, &ms[best]))
 			best = n;
 	}
-	if (best == n && use_prev && ordered && kind == REC_CURRENT &&
-	    prev_fallback(s, vol, key, skip_inline, ms, errs, ids, partial, prev)) {
+	cn_err pe = best == n && use_prev && ordered && kind == REC_CURRENT
+	            ? prev_fallback(s, vol, key, skip_inline, ms, errs, ids, partial, prev)
+	            : CN_ERR_QUORUM;
+	if (pe == CN_ERR_BUSY) {
+		for (size_t j = 0; j < n; j++)
+			cn_ec_rec_unref(partial[j]);
+		return CN_ERR_BUSY;
+	}
+	if (pe == CN_OK) {
 		/* the winner's slot: one holding it (as current or previous record) */
 		for (size_t i = 0; i < n && best == n; i++) {
 			size_t d = order[i], c = 0;

@@ -1258,3 +1258,83 @@ def test_stop_with_a_hung_background_task(need_multi_drive, drive_server, root):
     srv.start()
     assert make_client(srv).get_object(Bucket=b, Key="k")["Body"].read() == body
     heal_hung_records(srv, b, hung)
+
+
+def test_overwrite_cut_short_while_a_drive_misses_the_key(need_multi_drive, drive_server, root):
+    """set.c E15: an overwrite that a crash cut short after renaming its record onto 3 of 8
+    drives (EC:4, read quorum 4), while 2 other drives miss the key (lost, not healed yet),
+    leaves the acknowledged version on 3 drives' current records only. The commit kept it
+    as those 3 drives' previous record (`%p.<leaf>`, FORMAT.md §2), with its data folder:
+    GET, HEAD and the listing still return it byte-exact (the previous binary answered 503
+    and left it out of the listing), heal rewrites it on every drive, and an overwrite
+    after it works. The crash state is made by hand from the records of two real commits,
+    with the server stopped (a restart, as after the crash)."""
+    n = 8
+    srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
+    s3 = make_client(srv)
+    b = unique_bucket("cut")
+    s3.create_bucket(Bucket=b)
+    drives = drive_dirs(root, n)
+    objs = {"small": (os.urandom(3000), os.urandom(2500)),       # inline in the records
+            "big/k": (os.urandom(2 * MiB + 1), os.urandom(MiB))}   # shard files in %d.<id>
+    saved = {}
+    for key, (x, _) in objs.items():
+        s3.put_object(Bucket=b, Key=key, Body=x)
+    srv.stop()
+    for key in objs:  # X: every drive's record, and its data folder (removed by the overwrite)
+        *parents, leaf = key.split("/")
+        for i, d in enumerate(drives):
+            kdir = os.path.join(d, b, *parents, leaf)
+            saved[key, i] = (open(record_of(d, b, key)[0], "rb").read(),
+                             [(p, os.path.basename(p)) for p in glob.glob(os.path.join(kdir, "%d.*"))])
+            for p, name in saved[key, i][1]:
+                shutil.copytree(p, os.path.join(root, f"save-{i}-{leaf}-{name}"))
+    srv.start()
+    s3 = make_client(srv)
+    for key, (_, y) in objs.items():
+        s3.put_object(Bucket=b, Key=key, Body=y)  # Y, acknowledged: crash state made below
+    srv.stop()
+    for key in objs:
+        *parents, leaf = key.split("/")
+        for i, d in enumerate(drives):
+            folder = os.path.join(d, b, *parents)
+            rec, data = saved[key, i]
+            cur, prev = os.path.join(folder, "%m." + leaf), os.path.join(folder, "%p." + leaf)
+            assert not os.path.exists(prev)  # dropped after the acknowledged overwrite
+            if i in (1, 2):  # lost: nothing of the key
+                os.unlink(cur)
+                shutil.rmtree(os.path.join(folder, leaf), ignore_errors=True)
+                continue
+            for _, name in data:  # the replaced version's data is still there at a crash
+                dst = os.path.join(folder, leaf, name)
+                if not os.path.exists(dst):
+                    shutil.copytree(os.path.join(root, f"save-{i}-{leaf}-{name}"), dst)
+            if i in (0, 3, 4):  # Y renamed in; X kept as the previous record
+                open(prev, "wb").write(rec)
+            else:  # not reached: X current (and, as prev_keep ran on every drive, previous)
+                open(cur, "wb").write(rec)
+                open(prev, "wb").write(rec)
+    srv.start()
+    s3 = make_client(srv)
+    for key, (x, _) in objs.items():
+        assert s3.head_object(Bucket=b, Key=key)["ContentLength"] == len(x), key
+        assert s3.get_object(Bucket=b, Key=key)["Body"].read() == x, key
+        got = s3.get_object(Bucket=b, Key=key, Range="bytes=1000-1999")["Body"].read()
+        assert got == x[1000:2000], key
+    listed = {o["Key"]: o["Size"] for o in s3.list_objects_v2(Bucket=b).get("Contents", [])}
+    assert listed == {k: len(x) for k, (x, _) in objs.items()}, listed
+    assert log_has(srv, "no version at quorum among the current records")()
+    admin_cli(srv, "heal", b)
+    for key, (x, _) in objs.items():
+        *parents, leaf = key.split("/")
+        recs = [record_of(d, b, key) for d in drives]
+        assert all(recs), (key, recs)
+        assert not any(os.path.exists(os.path.join(d, b, *parents, "%p." + leaf))
+                       for d in (drives[0], drives[3], drives[4])), key
+    # healed whole: 4 drives' worth of records may now go (drives 5..8 hold X current)
+    s3 = restart_without(srv, drives[:4])
+    for key, (x, _) in objs.items():
+        assert s3.get_object(Bucket=b, Key=key)["Body"].read() == x, key
+    for key, (x, y) in objs.items():  # and an overwrite goes on as usual
+        s3.put_object(Bucket=b, Key=key, Body=y + b"z")
+        assert s3.get_object(Bucket=b, Key=key)["Body"].read() == y + b"z", key
