@@ -1350,9 +1350,10 @@ static cn_err local_delete_meta(cn_drive *dd, const char *vol, const char *key)
 	if (!e) {
 		/* the previous record first: none is left without its current one (drive.h) */
 		prev_of(&rp, rdir);
-		retire_record(d, rp.p);
-		cur_of(&rp, rdir);
 		e = retire_record(d, rp.p);
+		cur_of(&rp, rdir);
+		if (!e || e == CN_ERR_NO_KEY) /* else the current one stays too (drive.h) */
+			e = retire_record(d, rp.p);
 	}
 	if (!e)
 		pending_dir(d, rp.p, rdir);

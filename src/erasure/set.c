@@ -2283,8 +2283,8 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 			res->drives_healed++;
 			res->bytes_written += is_inline ? (int64_t)slen[d]
 			                                : cn_codec_shard_file_size(r->c, r->block_size, m.size);
-			if (r->prev[d] && D(s, d)->ops->prev_drop)
-				D(s, d)->ops->prev_drop(D(s, d), vol, key); /* E15: no longer needed */
+			if (!vid && D(s, d)->ops->prev_drop) /* E15: not the rewritten record's */
+				D(s, d)->ops->prev_drop(D(s, d), vol, key);
 		}
 	}
 	for (size_t d = 0; d < n; d++) /* whatever a failed rebuild left in tmp */
@@ -2542,6 +2542,15 @@ cn_err cn_ec_purge_dangling(cn_ec_set *s, const char *vol, const char *key, cons
 		pe[d] = vid || !have || errs[d] == CN_ERR_OFFLINE
 		        ? CN_ERR_NO_KEY
 		        : read_one(s, d, REC_PREV, vol, key, NULL, true, false, &pm[d], &pid[d], NULL);
+		if (pe[d] == CN_ERR_NOMEM) {
+			for (size_t j = 0; j < s->n; j++)
+				cn_ec_meta_fini(&ms[j]);
+			for (size_t j = 0; j <= d; j++)
+				cn_ec_meta_fini(&pm[j]);
+			return CN_ERR_NOMEM;
+		}
+		if (pe[d] && pe[d] != CN_ERR_NO_KEY && errs[d] == CN_OK)
+			unknown++; /* an unreadable previous record may hold anything */
 	}
 	bool dangling = have > 0;
 	for (size_t c = 0; c < 2 * s->n && dangling; c++) {

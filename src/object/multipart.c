@@ -71,16 +71,15 @@ cn_err cn_obj_update_meta_version(cn_obj_store *s, const char *bucket, const cha
 		cn_obj__info_from_meta(&info, &m); /* moves m's meta into info */
 		e = fn(ctx, &info);
 	}
-	uint64_t gen = 0;
-	bool prev_kept = false;
+	cn_obj__prevk pk = { .kept = false };
 	if (!e) {
 		if (info.nmeta > CN_EC_MAX_META) {
 			e = CN_ERR_TOO_LARGE;
 		} else {
 			m.meta = info.meta; /* lent to the record while it is written */
 			m.nmeta = info.nmeta;
-			if (current && !(e = cn_obj__prev_keep(s, set, bucket, key, &m, &gen)))
-				prev_kept = true; /* C7 */
+			if (current)
+				e = cn_obj__prev_keep(s, set, bucket, key, &m, &pk); /* C7 */
 			if (!e)
 				e = current ? cn_ec_update_meta(set, bucket, key, &m)
 				            : cn_ec_update_version_meta(set, bucket, key, vid, &m);
@@ -92,8 +91,7 @@ cn_err cn_obj_update_meta_version(cn_obj_store *s, const char *bucket, const cha
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
 		e = cn_obj__barrier_set(s, set);
-	if (!e && prev_kept)
-		cn_obj__prev_drop(s, set, bucket, key, gen); /* C7 */
+	cn_obj__prev_drop(s, set, bucket, key, &pk, !e); /* C7 */
 	if (!e && out) {
 		cn_obj_info_fini(out);
 		*out = info;

@@ -26,11 +26,11 @@
  *  C7. A commit that replaces a current record keeps it as the key's previous record on
  *      every drive first (cn_ec_prev_keep in vprep, erasure.h: set.c E15 reads it when a
  *      crash cut the commit short), and drops it after the barrier (vfinish), under the
- *      key's lock and only when no commit under that lock was prepared since (key_gen):
- *      a later commit of the key has kept its own previous record, which must stay until
- *      that commit's barrier. A drop skipped (another key of the lock) leaves a previous
- *      record that E15 never counts while the current one is at quorum; the next
- *      overwrite of the key replaces it, a delete removes it. */
+ *      key's lock and only when no later commit of the same key has kept its own previous
+ *      records meanwhile (the lock's list of kept ones, cn_obj__prevk): those must stay
+ *      until that commit's barrier, and it drops them. A previous record left over (a crash
+ *      between barrier and drop) is never counted while the current one is at quorum; the
+ *      next overwrite of the key replaces it, a delete removes it. */
 #include "object/object_int.h"
 
 #include <errno.h>
@@ -180,30 +180,55 @@ pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket, const cha
 }
 
 cn_err cn_obj__prev_keep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
-                         const cn_ec_meta *old, uint64_t *gen)
+                         const cn_ec_meta *old, cn_obj__prevk *pk)
 {
+	pk->kept = false;
 	if (old->from_prev) {
 		cn_ec_heal_result hr;
 		cn_err e = cn_ec_heal(set, bucket, key, NULL, false, &hr);
+		cn_ec_meta m;
+		cn_ec_meta_init(&m);
+		if (!e) /* healed whole enough: the current records alone hold it now */
+			e = cn_ec_read_meta(set, bucket, key, true, &m);
+		if (!e && m.from_prev)
+			e = CN_ERR_QUORUM;
+		cn_ec_meta_fini(&m);
 		if (e) {
-			cn_log(CN_LOG_WARN, NULL, "object: %s/%s: healing the version a cut-short commit left, "
-			       "before replacing it: %s", bucket, key, cn_err_str(e));
+			cn_log(CN_LOG_WARN, NULL, "object: %s/%s: the version a cut-short commit left could not "
+			       "be healed before replacing it: %s", bucket, key, cn_err_str(e));
 			return e == CN_ERR_QUORUM ? e : CN_ERR_IO;
 		}
 	}
-	*gen = ++s->key_gen[cn_obj__key_lock(s, bucket, key) - s->key_locks];
+	pk->h = key_hash(bucket, key);
+	cn_obj__prevk **head = &s->prevk[pk->h % KEY_LOCKS];
+	pk->next = *head;
+	*head = pk;
+	pk->kept = true;
 	cn_ec_prev_keep(set, bucket, key);
 	return CN_OK;
 }
 
 void cn_obj__prev_drop(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
-                       uint64_t gen)
+                       cn_obj__prevk *pk, bool committed)
 {
+	if (!pk->kept)
+		return;
 	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
-	pthread_mutex_lock(kl);
-	if (s->key_gen[kl - s->key_locks] == gen)
+	int rc = pthread_mutex_lock(kl); /* EDEADLK: the caller holds it (an upload's lock) */
+	CN_ASSERT(rc == 0 || rc == EDEADLK);
+	bool later = false; /* a commit of the key kept its own since (newer: nearer the head) */
+	for (cn_obj__prevk **pp = &s->prevk[pk->h % KEY_LOCKS]; *pp; pp = &(*pp)->next) {
+		if (*pp == pk) {
+			*pp = pk->next;
+			break;
+		}
+		later |= (*pp)->h == pk->h;
+	}
+	pk->kept = false;
+	if (committed && !later)
 		cn_ec_prev_drop(set, bucket, key);
-	pthread_mutex_unlock(kl);
+	if (rc == 0)
+		pthread_mutex_unlock(kl);
 }
 
 /* set.c E13 (erasure.h cn_ec_set_split_wait): a read found the drives split between

@@ -54,7 +54,7 @@ struct cn_obj_store {
 	unsigned char dep_key[16];                 /* the deployment id's bytes: the routing key */
 	pthread_rwlock_t ns_lock;                  /* C5 */
 	pthread_mutex_t key_locks[OBJ_KEY_LOCKS];  /* C2 (also one upload's changes) */
-	uint64_t key_gen[OBJ_KEY_LOCKS];           /* C7: commits prepared, per key lock */
+	struct cn_obj__prevk *prevk[OBJ_KEY_LOCKS]; /* C7: previous records kept, newest first */
 	cn_obj__pins pins[OBJ_PIN_STRIPES];        /* C6: open readers by key hash */
 	/* versioning state per bucket (versions.c): a direct-mapped cache of the
 	 * "versioning" bucket document; vs_gen counts changes (insert only if unchanged) */
@@ -170,17 +170,27 @@ void cn_obj__heal_enqueue(cn_obj_store *s, const cn_ec_reader *r);
  * scanner is off. */
 void cn_obj__heal_scan_now(cn_obj_store *s);
 
-/* C7 (object.c): before a commit that replaces the current version old (read under the
- * key's lock, which the caller holds), keeps it as every drive's previous record and
- * returns in *gen the key lock's commit generation; a version read from previous records
- * (old->from_prev: a commit cut short) is healed first (keeping now would replace the
- * previous records that hold it). Errors: the heal's (CN_ERR_QUORUM, CN_ERR_IO): the
- * commit must not go on. cn_obj__prev_drop, after the commit's barrier, without the lock:
- * drops them unless a commit under the same lock was prepared since. */
+/* C7 (object.c): a commit's previous records, from cn_obj__prev_keep to cn_obj__prev_drop:
+ * the caller's storage, on its key lock's list meanwhile. */
+typedef struct cn_obj__prevk {
+	struct cn_obj__prevk *next;
+	uint64_t h;  /* the key's hash */
+	bool kept;   /* on the list: cn_obj__prev_drop must follow */
+} cn_obj__prevk;
+/* Before a commit that replaces the current version old (read under the key's lock, which
+ * the caller holds): keeps it as every drive's previous record and puts pk on the lock's
+ * list. A version read from previous records (old->from_prev: a commit cut short) is
+ * healed first and must then read at quorum from the current records (keeping now would
+ * replace the previous records that hold it). Errors (nothing kept, pk->kept false):
+ * CN_ERR_QUORUM, CN_ERR_IO: the commit must not go on.
+ * cn_obj__prev_drop: after the commit's barrier (committed) or its failure, with or
+ * without the key's lock held: takes pk off the list, and when committed drops the
+ * previous records unless a later commit of the same key has kept its own (still on the
+ * list: they must stay until its barrier). No-op when !pk->kept. */
 cn_err cn_obj__prev_keep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
-                         const cn_ec_meta *old, uint64_t *gen);
+                         const cn_ec_meta *old, cn_obj__prevk *pk);
 void cn_obj__prev_drop(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
-                       uint64_t gen);
+                       cn_obj__prevk *pk, bool committed);
 
 /* versions.c: committing a new current version under the bucket's versioning state.
  * Under the key's lock: vprep (reads the current version, picks the new version id into
@@ -195,8 +205,7 @@ typedef struct cn_obj__vcommit {
 	cn_ec_meta old;   /* the version that was current (skip_inline), when old_ok */
 	bool old_ok;
 	bool drop_null;   /* suspended: the noncurrent "null" version goes after the commit */
-	bool prev_kept;   /* C7: the replaced record is kept as the previous one */
-	uint64_t gen;     /* C7: the key lock's commit generation vprep saw */
+	cn_obj__prevk pk; /* C7: the replaced record kept as the previous one */
 	int ndrop;
 	char drop[2][CN_DRIVE_ID_MAX + 1];
 } cn_obj__vcommit;

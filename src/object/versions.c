@@ -163,10 +163,9 @@ cn_err cn_obj__vprep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const 
 	if (vc->old_ok && m->mtime_ms <= vc->old.mtime_ms)
 		m->mtime_ms = vc->old.mtime_ms + 1; /* V5 */
 	if (vc->old_ok) {
-		cn_err pe = cn_obj__prev_keep(s, set, bucket, key, &vc->old, &vc->gen); /* C7 */
+		cn_err pe = cn_obj__prev_keep(s, set, bucket, key, &vc->old, &vc->pk); /* C7 */
 		if (pe)
 			return pe;
-		vc->prev_kept = true;
 	}
 	switch (v) {
 	case CN_VERSIONING_OFF:
@@ -207,8 +206,7 @@ void cn_obj__vpost(cn_obj_store *s, const char *bucket, const char *key, cn_obj_
 void cn_obj__vfinish(cn_obj_store *s, const char *bucket, const char *key, cn_obj__vcommit *vc,
                      const char *new_data_id, bool committed)
 {
-	if (committed && vc->prev_kept)
-		cn_obj__prev_drop(s, vc->set, bucket, key, vc->gen); /* C7 */
+	cn_obj__prev_drop(s, vc->set, bucket, key, &vc->pk, committed); /* C7 */
 	for (int i = 0; committed && i < vc->ndrop; i++)
 		if (!new_data_id || strcmp(vc->drop[i], new_data_id))
 			cn_obj__drop_data(s, vc->set, bucket, key, vc->drop[i]); /* V3, C6 */
@@ -421,6 +419,9 @@ cn_err cn_obj_delete_version(cn_obj_store *s, const char *bucket, const char *ke
 		/* the latest: V1's stale copy goes, then V2 */
 		char next[CN_EC_VERSION_ID_MAX + 1];
 		cn_ec_version_delete(set, bucket, key, vid);
+		/* C7: a previous record left over would name the version removed here (the
+		 * promotion renames a version in without keeping one: E15 does not cover it) */
+		cn_ec_prev_drop(set, bucket, key);
 		e = newest_noncurrent(set, bucket, key, vid, next);
 		if (!e)
 			e = next[0] ? cn_ec_version_promote(set, bucket, key, next)

@@ -256,9 +256,13 @@ def main():
                 errors.append(f"round {rnd}: tmp area not emptied at restart: {left[:10]}")
             n_err = len(errors)
             checked, listed = verify(srv, ledger, errors)
+            # versions read through previous records (set.c E15) since the restart
+            with open(srv.log_path, "rb") as f:
+                prev_reads = f.read().count(b"no version at quorum among the current records")
             print(f"round {rnd}: killed at {kill_at}s{lost} after {killed_at_acks} acknowledged PUTs "
                   f"({ledger.n_failed} failed in total); {len(garbage)} tmp leftovers before restart; "
-                  f"{checked} objects verified, {listed} listed; {len(errors) - n_err} problems", flush=True)
+                  f"{checked} objects verified, {listed} listed, {prev_reads} read through previous "
+                  f"records; {len(errors) - n_err} problems", flush=True)
     except Exception as e:  # noqa: BLE001
         errors.append(f"test error: {type(e).__name__}: {e}")
     finally:

@@ -299,6 +299,80 @@ static void keep_x(size_t d, bool save)
 		sh("cp '%s/keep.%zu' '%s/bkt/%%m.x'", base, d, drives[0][0][d]);
 }
 
+/* How many of the set's n drives hold key's previous record (FORMAT.md §2 "%p.<leaf>"). */
+static int prevs_on(size_t n, const char *key)
+{
+	int c = 0;
+	for (size_t d = 0; d < n; d++) {
+		cn_buf path;
+		cn_buf_init(&path);
+		struct stat st;
+		CN_ASSERT(cn_buf_printf(&path, "%s/bkt/%%p.%s", drives[0][0][d], key) == CN_OK);
+		c += stat(path.p, &st) == 0;
+		cn_buf_fini(&path);
+	}
+	return c;
+}
+
+/* C7: an overwrite keeps the previous records until its barrier and drops them after;
+ * a later commit of the same key in flight keeps them (its own), one of another key under
+ * the same lock does not; a drop by a thread holding the key's lock (an upload's) leaves
+ * the lock held. */
+TEST(test_previous_records_kept_until_the_barrier)
+{
+	fresh();
+	cn_obj_store *s;
+	CHECK_EQ_INT(open_topo(1, 1, 4, 2, &s), CN_OK);
+	if (!s)
+		return;
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
+	CHECK_EQ_INT(put_str(s, "bkt", "k", "A"), CN_OK);
+	CHECK_EQ_INT(put_str(s, "bkt", "k", "BB"), CN_OK); /* an overwrite: kept, then dropped */
+	CHECK_EQ_INT(prevs_on(4, "k"), 0);
+	/* another key under the same lock */
+	char other[32] = "";
+	pthread_mutex_t *kl = cn_obj__key_lock(s, "bkt", "k");
+	for (int i = 0; i < 100000 && !other[0]; i++) {
+		char c[32];
+		snprintf(c, sizeof c, "o%d", i);
+		if (cn_obj__key_lock(s, "bkt", c) == kl)
+			snprintf(other, sizeof other, "%s", c);
+	}
+	CHECK(other[0] != 0);
+	CHECK_EQ_INT(put_str(s, "bkt", other, "O"), CN_OK);
+	cn_ec_set *set = cn_obj__key_set(s, "bkt", "k"), *oset = cn_obj__key_set(s, "bkt", other);
+	cn_ec_meta old;
+	cn_ec_meta_init(&old); /* read through current records (from_prev false) */
+	cn_obj__prevk p1, p2, p3;
+	CHECK_EQ_INT(pthread_mutex_lock(kl), 0);
+	CHECK_EQ_INT(cn_obj__prev_keep(s, set, "bkt", "k", &old, &p1), CN_OK);
+	CHECK_EQ_INT(cn_obj__prev_keep(s, oset, "bkt", other, &old, &p2), CN_OK);
+	CHECK_EQ_INT(cn_obj__prev_keep(s, set, "bkt", "k", &old, &p3), CN_OK); /* a later one */
+	CHECK_EQ_INT(pthread_mutex_unlock(kl), 0);
+	CHECK_EQ_INT(prevs_on(4, "k"), 4);
+	CHECK_EQ_INT(prevs_on(4, other), 4);
+	cn_obj__prev_drop(s, set, "bkt", "k", &p1, true);
+	CHECK_EQ_INT(prevs_on(4, "k"), 4); /* p3's, until its barrier */
+	CHECK(!p1.kept);
+	cn_obj__prev_drop(s, oset, "bkt", other, &p2, true);
+	CHECK_EQ_INT(prevs_on(4, other), 0); /* p3 is another key's */
+	CHECK_EQ_INT(pthread_mutex_lock(kl), 0); /* held, as an upload's lock may be */
+	cn_obj__prev_drop(s, set, "bkt", "k", &p3, true);
+	CHECK_EQ_INT(pthread_mutex_unlock(kl), 0); /* still held: ours to release */
+	CHECK_EQ_INT(prevs_on(4, "k"), 0);
+	/* a failed commit takes itself off the list without dropping */
+	CHECK_EQ_INT(pthread_mutex_lock(kl), 0);
+	CHECK_EQ_INT(cn_obj__prev_keep(s, set, "bkt", "k", &old, &p1), CN_OK);
+	CHECK_EQ_INT(pthread_mutex_unlock(kl), 0);
+	cn_obj__prev_drop(s, set, "bkt", "k", &p1, false);
+	CHECK_EQ_INT(prevs_on(4, "k"), 4);
+	CHECK(s->prevk[p1.h % OBJ_KEY_LOCKS] == NULL);
+	CHECK_EQ_INT(put_str(s, "bkt", "k", "C"), CN_OK); /* replaced, then dropped */
+	CHECK_EQ_INT(prevs_on(4, "k"), 0);
+	cn_ec_meta_fini(&old);
+	cn_obj_store_close(s);
+}
+
 TEST(test_read_across_a_commit_waits_for_the_key_lock)
 {
 	fresh();
@@ -928,6 +1002,7 @@ int main(void)
 	RUN(test_list_versions_merged);
 	RUN(test_buckets_on_every_set);
 	RUN(test_read_across_a_commit_waits_for_the_key_lock);
+	RUN(test_previous_records_kept_until_the_barrier);
 	RUN(test_wiped_drive_reformatted);
 	RUN(test_foreign_and_moved_drives_refused);
 	RUN(test_refused_drives_in_coded_sets);
