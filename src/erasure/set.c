@@ -66,7 +66,9 @@
  *      a version counts the drives holding it as current or previous record, and the one
  *      with the most votes at its quorum is read (prev_fallback). The reader is degraded
  *      (queued for heal) and heal rewrites those slots' records (and drops the previous
- *      ones); listing reads such keys with a quorum read (E6), so it shows them too;
+ *      ones); listing reads such keys with a quorum read (E6: the walked drives disagree,
+ *      always so when M + 1 >= K; with less parity a cut-short version on every walked
+ *      drive is listed until heal);
  *      E10's dangling check and the orphan check count previous records. A previous
  *      record left over (its drop lost to a crash) is the one its drive's current record
  *      replaced (delete_meta removes both; heal drops those it rewrites), so it can only
