@@ -45,10 +45,12 @@ typedef struct cn_drive_vol {
 
 /* Walk callback: key (NUL-terminated, keylen bytes) is an object when is_prefix is false
  * (rec/reclen = its raw metadata record, valid only during the call) or a common prefix
- * ending in '/' when is_prefix is true (rec NULL). Returning anything but CN_OK stops the
- * walk, and the walk returns that value. */
+ * ending in '/' when is_prefix is true (rec NULL). has_prev: the object also has a
+ * previous record on this drive (prev_keep below: a commit of it in progress or cut
+ * short; the local drive tells it for leaves of up to 252 bytes, false otherwise).
+ * Returning anything but CN_OK stops the walk, and the walk returns that value. */
 typedef cn_err (*cn_drive_walk_fn)(void *ctx, const char *key, size_t keylen, bool is_prefix,
-                                   const void *rec, size_t reclen);
+                                   const void *rec, size_t reclen, bool has_prev);
 
 /* data_keys callback: key (NUL-terminated, keylen bytes). Returning anything but CN_OK
  * stops the listing, which returns that value. */
@@ -169,8 +171,11 @@ typedef struct cn_drive_ops {
 	 * version_list: the vids of the key's noncurrent versions (none when the key has no
 	 *   folder); *vids: malloc'd array of malloc'd strings (cn_drive_free_names).
 	 * version_delete: unlinks it (CN_ERR_NO_KEY when absent).
-	 * version_promote: renames version vid over the current record (atomic: readers see
-	 *   the old current or the promoted one); CN_ERR_NO_KEY when absent.
+	 * version_promote: makes version vid the current record (a hard link renamed over it:
+	 *   atomic, readers see the old current or the promoted one) and keeps vid, which the
+	 *   caller removes with version_delete once the change is durable (a crash between
+	 *   leaves a version equal to the current one, FORMAT.md §7); CN_ERR_NO_KEY when
+	 *   absent.
 	 * Not synced: call sync (also version_write below). */
 	cn_err (*version_keep)(cn_drive *d, const char *vol, const char *key, const char *vid);
 	cn_err (*version_read)(cn_drive *d, const char *vol, const char *key, const char *vid,

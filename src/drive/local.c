@@ -1553,7 +1553,13 @@ typedef struct vent {
 	const char *disk;     /* on-disk name */
 	bool subtree;         /* false: the object comp; true: the subtree comp + "/" */
 	bool flat;            /* the object's record is disk itself, not disk/%meta */
+	bool prev;            /* a flat object with a previous record beside it (walk fn) */
 } vent;
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
 /* Compares two virtual entries as key strings: comp (+ "/" when subtree). */
 static int vent_cmp(const void *pa, const void *pb)
@@ -1600,19 +1606,36 @@ static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_
 		free_names(names, isdir, n);
 		return CN_ERR_NOMEM;
 	}
+	/* previous records' leaves ("%p.<leaf>", prev_keep): usually none */
+	const char **prevs = NULL;
+	size_t np = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (isdir[i] || strncmp(names[i], "%p.", 3) != 0)
+			continue;
+		if (!prevs && !(prevs = malloc(n * sizeof *prevs))) {
+			free(v);
+			free_names(names, isdir, n);
+			return CN_ERR_NOMEM;
+		}
+		prevs[np++] = names[i] + 3;
+	}
+	if (np > 1)
+		qsort(prevs, np, sizeof *prevs, str_cmp);
 	for (size_t i = 0; i < n; i++) {
 		const char *c;
 		if (flat_record(names[i], isdir[i], &c)) {
-			v[nv++] = (vent){ c, strlen(c), names[i], false, true };
+			bool p = np && bsearch(&c, prevs, np, sizeof *prevs, str_cmp);
+			v[nv++] = (vent){ c, strlen(c), names[i], false, true, p };
 			continue;
 		}
 		if (!isdir[i] || !decode_component(names[i], &c))
 			continue;
 		size_t cl = strlen(c);
 		if (cl > FLAT_MAX) /* a long leaf's record is in its folder (rec_path) */
-			v[nv++] = (vent){ c, cl, names[i], false, false };
-		v[nv++] = (vent){ c, cl, names[i], true, false };
+			v[nv++] = (vent){ c, cl, names[i], false, false, false };
+		v[nv++] = (vent){ c, cl, names[i], true, false, false };
 	}
+	free(prevs);
 	if (nv > 1)
 		qsort(v, nv, sizeof *v, vent_cmp);
 	for (size_t i = 0; i < nv && !e; i++) {
@@ -1643,7 +1666,7 @@ static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_
 				       w->d->base.endpoint, w->path, cn_err_str(re));
 				goto next;
 			}
-			e = w->fn(w->ctx, w->key, fk, false, w->rec.p, w->rec.len);
+			e = w->fn(w->ctx, w->key, fk, false, w->rec.p, w->rec.len, v[i].prev);
 		} else {
 			w->key[fk] = '/';
 			size_t sl = fk + 1;
@@ -1665,7 +1688,7 @@ static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_
 				bool found;
 				e = has_object_below(w->d, w->path, pd, &found);
 				if (!e && found)
-					e = w->fn(w->ctx, w->key, sl, true, NULL, 0);
+					e = w->fn(w->ctx, w->key, sl, true, NULL, 0, false);
 				goto next;
 			}
 			e = walk_dir(w, pd, sl, ca);
@@ -2053,13 +2076,19 @@ static cn_err local_version_promote(cn_drive *dd, const char *vol, const char *k
 	cn_err e = rec_path(&cur, vol, key, &rdir);
 	if (!e)
 		e = ver_path(&ver, vol, key, vid);
-	if (!e && renameat(d->root_fd, ver.p, d->root_fd, cur.p) < 0)
+	/* linked into tmp, then renamed over the current record: the version stays (drive.h) */
+	char id[33], tmp[256];
+	cn_drive_random_id(id);
+	tmp_path(tmp, sizeof tmp, id, TMP_REC);
+	if (!e && linkat(d->root_fd, ver.p, d->root_fd, tmp, 0) < 0)
 		e = (errno == ENOENT || errno == ENOTDIR) ? CN_ERR_NO_KEY
 		                                         : map_errno(d, errno, "promoting version", ver.p);
-	if (!e) {
-		pending_dir(d, cur.p, rdir);
-		pending_dir(d, ver.p, (size_t)(strrchr(ver.p, '/') - ver.p));
+	if (!e && renameat(d->root_fd, tmp, d->root_fd, cur.p) < 0) {
+		e = map_errno(d, errno, "promoting version", cur.p);
+		unlinkat(d->root_fd, tmp, 0);
 	}
+	if (!e)
+		pending_dir(d, cur.p, rdir);
 	cn_buf_fini(&cur);
 	cn_buf_fini(&ver);
 	return e;

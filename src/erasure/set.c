@@ -66,9 +66,9 @@
  *      a version counts the drives holding it as current or previous record, and the one
  *      with the most votes at its quorum is read (prev_fallback). The reader is degraded
  *      (queued for heal) and heal rewrites those slots' records (and drops the previous
- *      ones); listing reads such keys with a quorum read (E6: the walked drives disagree,
- *      always so when M + 1 >= K; with less parity a cut-short version on every walked
- *      drive is listed until heal);
+ *      ones); listing reads such keys with a quorum read (E6: when the walked drives
+ *      disagree, or any of them holds a previous record of the key: the walk reports
+ *      it, for leaves beside their records);
  *      E10's dangling check and the orphan check count previous records. A previous
  *      record left over (its drop lost to a crash) is the one its drive's current record
  *      replaced (delete_meta removes both; heal drops those it rewrites), so it can only
@@ -2843,8 +2843,9 @@ typedef struct walk_ctx {
 } walk_ctx;
 
 static cn_err walk_cb(void *vctx, const char *key, size_t keylen, bool is_prefix, const void *rec,
-                      size_t reclen)
+                      size_t reclen, bool has_prev)
 {
+	(void)has_prev; /* one drive: no previous records */
 	walk_ctx *w = vctx;
 	if (is_prefix)
 		return w->fn(w->ctx, key, keylen, true, NULL);
@@ -2878,6 +2879,7 @@ typedef struct went {
 	size_t keylen;
 	bool is_prefix;
 	bool has_m;
+	bool has_prev;  /* the drive also holds a previous record of it (E15) */
 	cn_ec_meta m;
 	size_t drive;
 } went;
@@ -2889,7 +2891,7 @@ typedef struct wbatch {
 } wbatch;
 
 static cn_err wcollect(void *ctx, const char *key, size_t keylen, bool is_prefix, const void *rec,
-                       size_t reclen)
+                       size_t reclen, bool has_prev)
 {
 	wbatch *b = ctx;
 	if (b->n == b->limit)
@@ -2923,6 +2925,7 @@ static cn_err wcollect(void *ctx, const char *key, size_t keylen, bool is_prefix
 	w->key[keylen] = 0;
 	w->keylen = keylen;
 	w->is_prefix = is_prefix;
+	w->has_prev = has_prev;
 	w->drive = b->drive;
 	b->n++;
 	return CN_OK;
@@ -3042,6 +3045,10 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 				uint64_t id = rec_identity(&w->m);
 				for (size_t x = j - same + 1; agreed && x < j; x++)
 					agreed = rec_identity(&all[x].m) == id;
+				/* E15: a commit of it in progress or cut short; the walked drives may
+				 * all hold the new version while reads pick the replaced one */
+				for (size_t x = j - same; agreed && x < j; x++)
+					agreed = !all[x].has_prev;
 			}
 			if (agreed) {
 				e = fn(ctx, w->key, w->keylen, w->is_prefix, w->has_m ? &w->m : NULL);

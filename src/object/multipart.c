@@ -91,7 +91,7 @@ cn_err cn_obj_update_meta_version(cn_obj_store *s, const char *bucket, const cha
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
 		e = cn_obj__barrier_set(s, set);
-	cn_obj__prev_drop(s, set, bucket, key, &pk, !e); /* C7 */
+	cn_obj__prev_drop(s, set, bucket, key, &pk, !e, NULL); /* C7 */
 	if (!e && out) {
 		cn_obj_info_fini(out);
 		*out = info;

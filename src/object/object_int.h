@@ -186,11 +186,13 @@ typedef struct cn_obj__prevk {
  * cn_obj__prev_drop: after the commit's barrier (committed) or its failure, with or
  * without the key's lock held: takes pk off the list, and when committed drops the
  * previous records unless a later commit of the same key has kept its own (still on the
- * list: they must stay until its barrier). No-op when !pk->kept. */
+ * list: they must stay until its barrier). No-op when !pk->kept. stale_vid (NULL: none):
+ * with the drop, also the noncurrent version of that id (a promoted version's copy, which
+ * stays until the promotion is durable) while that version is still the current one. */
 cn_err cn_obj__prev_keep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
                          const cn_ec_meta *old, cn_obj__prevk *pk);
 void cn_obj__prev_drop(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
-                       cn_obj__prevk *pk, bool committed);
+                       cn_obj__prevk *pk, bool committed, const char *stale_vid);
 
 /* versions.c: committing a new current version under the bucket's versioning state.
  * Under the key's lock: vprep (reads the current version, picks the new version id into

@@ -206,7 +206,7 @@ void cn_obj__vpost(cn_obj_store *s, const char *bucket, const char *key, cn_obj_
 void cn_obj__vfinish(cn_obj_store *s, const char *bucket, const char *key, cn_obj__vcommit *vc,
                      const char *new_data_id, bool committed)
 {
-	cn_obj__prev_drop(s, vc->set, bucket, key, &vc->pk, committed); /* C7 */
+	cn_obj__prev_drop(s, vc->set, bucket, key, &vc->pk, committed, NULL); /* C7 */
 	for (int i = 0; committed && i < vc->ndrop; i++)
 		if (!new_data_id || strcmp(vc->drop[i], new_data_id))
 			cn_obj__drop_data(s, vc->set, bucket, key, vc->drop[i]); /* V3, C6 */
@@ -407,7 +407,9 @@ cn_err cn_obj_delete_version(cn_obj_store *s, const char *bucket, const char *ke
 	cn_ec_meta_init(&cur);
 	cn_ec_meta_init(&ver);
 	char drop[CN_DRIVE_ID_MAX + 1] = "";
+	char promoted[CN_EC_VERSION_ID_MAX + 1] = "";
 	bool dm = false;
+	cn_obj__prevk pk = { .kept = false };
 	cn_ec_set *set = cn_obj__key_set(s, bucket, key);
 	pthread_rwlock_rdlock(&s->ns_lock);
 	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
@@ -419,13 +421,16 @@ cn_err cn_obj_delete_version(cn_obj_store *s, const char *bucket, const char *ke
 		/* the latest: V1's stale copy goes, then V2 */
 		char next[CN_EC_VERSION_ID_MAX + 1];
 		cn_ec_version_delete(set, bucket, key, vid);
-		/* C7: a previous record left over would name the version removed here (the
-		 * promotion renames a version in without keeping one: E15 does not cover it) */
-		cn_ec_prev_drop(set, bucket, key);
 		e = newest_noncurrent(set, bucket, key, vid, next);
-		if (!e)
-			e = next[0] ? cn_ec_version_promote(set, bucket, key, next)
-			            : cn_ec_delete_meta(set, bucket, key);
+		/* C7: the promotion replaces the current record drive by drive: the deleted
+		 * version stays as the previous record, and the promoted one's noncurrent copy,
+		 * until the change is durable (set.c E15) */
+		if (!e && next[0])
+			e = cn_obj__prev_keep(s, set, bucket, key, &cur, &pk);
+		if (!e && next[0] && !(e = cn_ec_version_promote(set, bucket, key, next)))
+			snprintf(promoted, sizeof promoted, "%s", next);
+		else if (!e && !next[0])
+			e = cn_ec_delete_meta(set, bucket, key);
 		if (!e) {
 			snprintf(drop, sizeof drop, "%s", cur.data_id);
 			dm = cur.delete_marker;
@@ -450,6 +455,7 @@ unlock:
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
 		e = cn_obj__barrier_set(s, set);
+	cn_obj__prev_drop(s, set, bucket, key, &pk, !e, promoted[0] ? promoted : NULL); /* C7 */
 	if (!e) /* V3, C6; also removes the key's folders once empty */
 		cn_obj__drop_data(s, set, bucket, key, drop);
 	if (!e && out) {

@@ -116,18 +116,19 @@ TEST(test_layout_and_escaping)
 
 typedef struct walked {
 	char items[64][64];
-	bool pre[64];
+	bool pre[64], prev[64];
 	size_t len[64];
 	int n;
 } walked;
 
 static cn_err walk_cb(void *ctx, const char *key, size_t keylen, bool is_prefix, const void *rec,
-                      size_t reclen)
+                      size_t reclen, bool has_prev)
 {
 	walked *w = ctx;
 	if (w->n < 64) {
 		snprintf(w->items[w->n], 64, "%s", key);
 		w->len[w->n] = keylen;
+		w->prev[w->n] = has_prev;
 		w->pre[w->n++] = is_prefix;
 	}
 	return CN_OK;
@@ -206,6 +207,8 @@ TEST(test_previous_record)
 		walked w = { .n = 0 };
 		CHECK_EQ_INT(d->ops->walk(d, "vol", "", NULL, false, walk_cb, &w), CN_OK);
 		CHECK_EQ_INT(w.n, i + 1); /* the previous record is no key */
+		/* but the walk tells it (for a leaf beside its record: the long one's is not) */
+		CHECK(w.n == 1 ? w.prev[0] : !w.prev[0] && !w.prev[1]);
 		CHECK_EQ_INT(d->ops->prev_drop(d, "vol", k), CN_OK);
 		CHECK(!exists(prev_rel[i]));
 		CHECK_EQ_INT(d->ops->prev_drop(d, "vol", k), CN_OK); /* absent: fine */
@@ -300,8 +303,14 @@ TEST(test_record_beside_folder)
 	char **vids;
 	size_t nv;
 	CHECK_EQ_INT(d->ops->version_list(d, "vol", "p/v", &vids, &nv), CN_OK);
-	CHECK_EQ_INT(nv, 0);
+	CHECK_EQ_INT(nv, 1); /* the promoted version stays until its caller removes it */
 	cn_drive_free_names(vids, nv);
+	CHECK_EQ_INT(d->ops->version_read(d, "vol", "p/v", vid, 10, &b), CN_OK);
+	CHECK(b.len == 2 && !memcmp(b.p, "R1", 2));
+	CHECK_EQ_INT(d->ops->version_delete(d, "vol", "p/v", vid), CN_OK);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "p/v", 10, &b), CN_OK);
+	CHECK(b.len == 2 && !memcmp(b.p, "R1", 2));
+	CHECK(tmp_find_empty("-name '*.rec'")); /* the link renamed away */
 	/* a noncurrent version written where the key has no folder (healing) */
 	CHECK_EQ_INT(put_inline(d, "p/w", "R3"), CN_OK);
 	CHECK_EQ_INT(d->ops->version_write(d, "vol", "p/w", vid, "V", 1), CN_OK);

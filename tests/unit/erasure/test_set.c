@@ -1433,6 +1433,36 @@ TEST(test_cut_short_overwrite_reads_the_replaced_version)
 	free(py);
 }
 
+/* E15 and E6 in a set whose walk asks fewer drives than K (8 drives EC:2: 3 walked, K 6):
+ * an overwrite cut short on the 3 walked drives is listed as the version reads return
+ * (the replaced one), not as the walked drives' records say. */
+TEST(test_walk_lists_what_reads_pick_after_a_cut_short_overwrite)
+{
+	reset(true);
+	cn_ec_set *s = open_set(8, 2);
+	CHECK_EQ_INT(cn_ec_set_cache(s, 0), CN_OK);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	unsigned char *p = pattern(3000, 41);
+	CHECK_EQ_INT(put(s, "x", p, 3000, true), CN_OK); /* X */
+	for (size_t i = 0; i < 8; i++)
+		keep_record(i, "x", true);
+	cn_ec_prev_keep(s, "bkt", "x");
+	CHECK_EQ_INT(put(s, "x", p, 2999, true), CN_OK); /* Y ... */
+	for (size_t i = 3; i < 8; i++)
+		keep_record(i, "x", false); /* ... renamed onto drives 0..2 only */
+	cn_ec_meta m;
+	cn_ec_meta_init(&m);
+	CHECK_EQ_INT(cn_ec_read_meta(s, "bkt", "x", true, &m), CN_OK);
+	CHECK_EQ_INT(m.size, 3000);
+	cn_ec_meta_fini(&m);
+	seen v = { 0, 0 };
+	CHECK_EQ_INT(cn_ec_walk(s, "bkt", "", NULL, false, seen_cb, &v), CN_OK);
+	CHECK_EQ_INT(v.n, 1);
+	CHECK_EQ_INT(v.size, 3000);
+	cn_ec_set_free(s);
+	free(p);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -1459,6 +1489,7 @@ int main(void)
 	RUN(test_purge_dangling);
 	RUN(test_dangling_vols);
 	RUN(test_cut_short_overwrite_reads_the_replaced_version);
+	RUN(test_walk_lists_what_reads_pick_after_a_cut_short_overwrite);
 	reset(false);
 	TEST_END();
 }

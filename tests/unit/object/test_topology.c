@@ -351,24 +351,65 @@ TEST(test_previous_records_kept_until_the_barrier)
 	CHECK_EQ_INT(pthread_mutex_unlock(kl), 0);
 	CHECK_EQ_INT(prevs_on(4, "k"), 4);
 	CHECK_EQ_INT(prevs_on(4, other), 4);
-	cn_obj__prev_drop(s, set, "bkt", "k", &p1, true);
+	cn_obj__prev_drop(s, set, "bkt", "k", &p1, true, NULL);
 	CHECK_EQ_INT(prevs_on(4, "k"), 4); /* p3's, until its barrier */
 	CHECK(!p1.kept);
-	cn_obj__prev_drop(s, oset, "bkt", other, &p2, true);
+	cn_obj__prev_drop(s, oset, "bkt", other, &p2, true, NULL);
 	CHECK_EQ_INT(prevs_on(4, other), 0); /* p3 is another key's */
 	CHECK_EQ_INT(pthread_mutex_lock(kl), 0); /* held, as an upload's lock may be */
-	cn_obj__prev_drop(s, set, "bkt", "k", &p3, true);
+	cn_obj__prev_drop(s, set, "bkt", "k", &p3, true, NULL);
 	CHECK_EQ_INT(pthread_mutex_unlock(kl), 0); /* still held: ours to release */
 	CHECK_EQ_INT(prevs_on(4, "k"), 0);
 	/* a failed commit takes itself off the list without dropping */
 	CHECK_EQ_INT(pthread_mutex_lock(kl), 0);
 	CHECK_EQ_INT(cn_obj__prev_keep(s, set, "bkt", "k", &old, &p1), CN_OK);
 	CHECK_EQ_INT(pthread_mutex_unlock(kl), 0);
-	cn_obj__prev_drop(s, set, "bkt", "k", &p1, false);
+	cn_obj__prev_drop(s, set, "bkt", "k", &p1, false, NULL);
 	CHECK_EQ_INT(prevs_on(4, "k"), 4);
 	CHECK(s->prevk[p1.h % OBJ_KEY_LOCKS] == NULL);
 	CHECK_EQ_INT(put_str(s, "bkt", "k", "C"), CN_OK); /* replaced, then dropped */
 	CHECK_EQ_INT(prevs_on(4, "k"), 0);
+	/* deleting the current version promotes the next through a link: the deleted one
+	 * stays the previous record and the promoted one's noncurrent copy stays until the
+	 * barrier; after it neither is left */
+	CHECK_EQ_INT(cn_obj_set_versioning(s, "bkt", CN_VERSIONING_ENABLED), CN_OK);
+	cn_obj_info i1, i2;
+	cn_obj_info_init(&i1);
+	cn_obj_info_init(&i2);
+	mem_reader r1 = { { mem_read }, (const unsigned char *)"one", 3, 0 };
+	mem_reader r2 = { { mem_read }, (const unsigned char *)"two", 3, 0 };
+	cn_put_opts o = { .size = 3 };
+	CHECK_EQ_INT(cn_obj_put(s, "bkt", "v", &r1.r, &o, &i1), CN_OK);
+	CHECK_EQ_INT(cn_obj_put(s, "bkt", "v", &r2.r, &o, &i2), CN_OK);
+	int copies = 0;
+	for (size_t d = 0; d < 4; d++) {
+		cn_buf p;
+		cn_buf_init(&p);
+		struct stat st;
+		CN_ASSERT(cn_buf_printf(&p, "%s/bkt/v/%%v.%s", drives[0][0][d], i1.version_id) == CN_OK);
+		copies += stat(p.p, &st) == 0;
+		cn_buf_fini(&p);
+	}
+	CHECK_EQ_INT(copies, 4); /* "one" is noncurrent */
+	CHECK_EQ_INT(cn_obj_delete_version(s, "bkt", "v", i2.version_id, NULL), CN_OK);
+	cn_err ge;
+	char *got = get_str(s, "bkt", "v", &ge);
+	CHECK_EQ_INT(ge, CN_OK);
+	CHECK_EQ_STR(got, "one");
+	free(got);
+	copies = 0;
+	for (size_t d = 0; d < 4; d++) {
+		cn_buf p;
+		cn_buf_init(&p);
+		struct stat st;
+		CN_ASSERT(cn_buf_printf(&p, "%s/bkt/v/%%v.%s", drives[0][0][d], i1.version_id) == CN_OK);
+		copies += stat(p.p, &st) == 0;
+		cn_buf_fini(&p);
+	}
+	CHECK_EQ_INT(copies, 0); /* the promoted copy removed after the barrier */
+	CHECK_EQ_INT(prevs_on(4, "v"), 0);
+	cn_obj_info_fini(&i1);
+	cn_obj_info_fini(&i2);
 	cn_ec_meta_fini(&old);
 	cn_obj_store_close(s);
 }
