@@ -77,6 +77,17 @@
  *      reached W), where nothing is promised. One level deep: a commit over a version read
  *      this way heals it first (cn_ec_meta.from_prev; object.c C7), so cut-short commits
  *      of a key do not stack.
+ *  E16. Commits rename records from slot 0 up, deletes remove them from slot n-1 down, and
+ *      listings walk the last M+1 slots (E5 lets any M+1 do): a commit cut short has not
+ *      reached the walked slots unless it reached all, and a delete cut short has left
+ *      them first, so a listing does not show a first commit that reads cannot return,
+ *      nor keep showing a deleted key that reads call missing. Such a read: one version,
+ *      held by fewer drives than its quorum even counting every drive that did not say
+ *      what it holds, and no previous record anywhere (the last read of a split, after
+ *      E15), answers CN_ERR_NO_KEY: E10 would remove it (an acknowledged version reached
+ *      W >= K drives; losing it so takes more failures than parity). Before E16 a 16-drive
+ *      set (K = W = 12) answered 503 for a first PUT cut short after 5-11 renames, forever,
+ *      while listing it (durability.py --drives 16).
  *  E5, E6: listing (below, "merged walks"); E8: name lists (below, union_names); E9:
  *      buckets (cn_ec_list_vols). */
 #include "erasure/codec.h"
@@ -1220,7 +1231,7 @@ static cn_err complete_partial(cn_ec_meta *m, cn_ec_rec *src, bool skip_inline)
  * the caller reads again where it may wait). */
 static cn_err prev_fallback(cn_ec_set *s, const char *vol, const char *key, bool skip_inline,
                           cn_ec_meta *ms, cn_err *errs, uint64_t *ids, cn_ec_rec **partial,
-                          bool *prev)
+                          bool *prev, size_t *nprev)
 {
 	size_t n = s->n;
 	cn_ec_meta pm[CN_EC_MAX_DRIVES];
@@ -1232,6 +1243,7 @@ static cn_err prev_fallback(cn_ec_set *s, const char *vol, const char *key, bool
 		pe[d] = errs[d] == CN_ERR_OFFLINE ? CN_ERR_OFFLINE
 		        : read_one(s, d, REC_PREV, vol, key, NULL, skip_inline, false, &pm[d], &pid[d], NULL);
 		found += !pe[d];
+		*nprev = found;
 		if (pe[d] == CN_ERR_BUSY) {
 			for (size_t j = 0; j <= d; j++)
 				cn_ec_meta_fini(&pm[j]);
@@ -1368,8 +1380,9 @@ static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, con
 		if (best < n && best_n < rec_quorum(s, &ms[best]))
 			best = n;
 	}
+	size_t nprev = 0;
 	cn_err pe = best == n && use_prev && ordered && kind == REC_CURRENT
-	            ? prev_fallback(s, vol, key, skip_inline, ms, errs, ids, partial, prev)
+	            ? prev_fallback(s, vol, key, skip_inline, ms, errs, ids, partial, prev, &nprev)
 	            : CN_ERR_QUORUM;
 	if (pe == CN_ERR_BUSY) {
 		for (size_t j = 0; j < n; j++)
@@ -1423,6 +1436,24 @@ static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, con
 		return missing;
 	if (!coded(s) && answered)
 		return errs[0];
+	/* E16: one version, on too few drives to be read even with every drive that did not
+	 * say what it holds, and no previous record anywhere: a first commit cut short (an
+	 * acknowledged one reached W >= K drives), which E10 removes. It is not there. */
+	if (use_prev && kind == REC_CURRENT && records && !nprev) {
+		size_t first = n;
+		bool one = true;
+		for (size_t d = 0; d < n; d++) {
+			if (errs[d])
+				continue;
+			if (first == n)
+				first = d;
+			else if (ids[d] != ids[first])
+				one = false;
+		}
+		size_t unknown = n - records - nokey - nobucket;
+		if (one && records + unknown < rec_quorum(s, &ms[first]))
+			return missing;
+	}
 	return CN_ERR_QUORUM;
 }
 
@@ -1505,8 +1536,8 @@ cn_err cn_ec_delete_meta(cn_ec_set *s, const char *vol, const char *key)
 	cn_err errs[CN_EC_MAX_DRIVES];
 	if (!quorum_up(s, s->n / 2 + 1))
 		return CN_ERR_QUORUM; /* E12 */
-	for (size_t i = 0; i < s->n; i++)
-		errs[i] = D(s, i) ? D(s, i)->ops->delete_meta(D(s, i), vol, key) : CN_ERR_OFFLINE;
+	for (size_t j = s->n; j-- > 0;) /* E16: the walked drives first */
+		errs[j] = D(s, j) ? D(s, j)->ops->delete_meta(D(s, j), vol, key) : CN_ERR_OFFLINE;
 	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* R1 */
 	size_t ok = 0;
 	for (size_t i = 0; i < s->n; i++) /* a drive that never had it agrees */
@@ -3100,11 +3131,17 @@ cn_err cn_ec_walk(cn_ec_set *s, const char *vol, const char *prefix, const char 
                   bool slash_delim, cn_ec_walk_fn fn, void *ctx)
 {
 	walk_ctx w = { s, vol, fn, ctx };
-	/* E5: M+1 drives that have the bucket (a wiped or replaced drive has not) */
+	/* E5: M+1 drives that have the bucket (a wiped or replaced drive has not); E16: the
+	 * last ones, which a commit reaches last and a delete first */
 	size_t drives[CN_EC_MAX_DRIVES], nd = 0, want = (size_t)s->m + 1;
-	for (size_t i = 0; i < s->n && nd < want; i++)
-		if (D(s, i) && i >= s->read_skip && D(s, i)->ops->stat_vol(D(s, i), vol, NULL) == CN_OK)
-			drives[nd++] = i;
+	for (size_t j = s->n; j-- > 0 && nd < want;)
+		if (D(s, j) && j >= s->read_skip && D(s, j)->ops->stat_vol(D(s, j), vol, NULL) == CN_OK)
+			drives[nd++] = j;
+	for (size_t a = 0, b = nd; a + 1 < b; a++, b--) { /* in slot order, as merged_walk's tie */
+		size_t t = drives[a];
+		drives[a] = drives[b - 1];
+		drives[b - 1] = t;
+	}
 	if (nd == 0) {
 		cn_err e = cn_ec_stat_vol(s, vol, NULL);
 		return e ? e : CN_ERR_QUORUM;

@@ -1463,6 +1463,44 @@ TEST(test_walk_lists_what_reads_pick_after_a_cut_short_overwrite)
 	free(p);
 }
 
+/* E16: a first commit cut short (the new key's record on drives 0..2 of 8, K = 6) and a
+ * delete cut short (it goes from the last drive down: records gone from drives 5..7) read
+ * as missing, and neither is listed (the walk asks the last M+1 drives); with a drive
+ * that cannot answer the first one stays QUORUM (it might hold the key). */
+TEST(test_cut_short_first_commit_and_delete_read_as_missing)
+{
+	reset(true);
+	cn_ec_set *s = open_set(8, 2);
+	CHECK_EQ_INT(cn_ec_set_cache(s, 0), CN_OK);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	unsigned char *p = pattern(3000, 43);
+	CHECK_EQ_INT(put(s, "n", p, 3000, true), CN_OK);
+	CHECK_EQ_INT(put(s, "d", p, 2000, true), CN_OK);
+	for (size_t i = 3; i < 8; i++)
+		lose_key(i, "n");
+	for (size_t i = 5; i < 8; i++)
+		lose_key(i, "d");
+	CHECK_EQ_INT(read_current(s, "bkt", "n"), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(read_current(s, "bkt", "d"), CN_ERR_NO_KEY);
+	seen v = { 0, 0 };
+	CHECK_EQ_INT(cn_ec_walk(s, "bkt", "", NULL, false, seen_cb, &v), CN_OK);
+	CHECK_EQ_INT(v.n, 0);
+	size_t purged = 0;
+	CHECK_EQ_INT(cn_ec_purge_dangling(s, "bkt", "n", NULL, false, &purged), CN_OK);
+	CHECK_EQ_INT(purged, 3);
+	/* drives that cannot answer may hold it: 4 records + 2 gone drives could be 6 */
+	CHECK_EQ_INT(put(s, "m", p, 3000, true), CN_OK);
+	for (size_t i = 4; i < 6; i++)
+		lose_key(i, "m");
+	rm_drive(6);
+	rm_drive(7);
+	CHECK_EQ_INT(read_current(s, "bkt", "m"), CN_ERR_QUORUM);
+	lose_key(3, "m"); /* 3 + 2 cannot */
+	CHECK_EQ_INT(read_current(s, "bkt", "m"), CN_ERR_NO_KEY);
+	cn_ec_set_free(s);
+	free(p);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -1490,6 +1528,7 @@ int main(void)
 	RUN(test_dangling_vols);
 	RUN(test_cut_short_overwrite_reads_the_replaced_version);
 	RUN(test_walk_lists_what_reads_pick_after_a_cut_short_overwrite);
+	RUN(test_cut_short_first_commit_and_delete_read_as_missing);
 	reset(false);
 	TEST_END();
 }
