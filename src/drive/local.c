@@ -2083,10 +2083,11 @@ static cn_err local_version_promote(cn_drive *dd, const char *vol, const char *k
 	if (!e && linkat(d->root_fd, ver.p, d->root_fd, tmp, 0) < 0)
 		e = (errno == ENOENT || errno == ENOTDIR) ? CN_ERR_NO_KEY
 		                                         : map_errno(d, errno, "promoting version", ver.p);
-	if (!e && renameat(d->root_fd, tmp, d->root_fd, cur.p) < 0) {
+	if (!e && renameat(d->root_fd, tmp, d->root_fd, cur.p) < 0)
 		e = map_errno(d, errno, "promoting version", cur.p);
-		unlinkat(d->root_fd, tmp, 0);
-	}
+	/* gone after the rename, unless the current record was already a link of the version
+	 * (rename between two links of one inode does nothing) or the rename failed */
+	unlinkat(d->root_fd, tmp, 0);
 	if (!e)
 		pending_dir(d, cur.p, rdir);
 	cn_buf_fini(&cur);

@@ -1450,7 +1450,7 @@ static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, con
 			else if (ids[d] != ids[first])
 				one = false;
 		}
-		size_t unknown = n - records - nokey - nobucket;
+		size_t unknown = n - records - nokey; /* a drive without the bucket too, as E10 */
 		if (one && records + unknown < rec_quorum(s, &ms[first]))
 			return missing;
 	}

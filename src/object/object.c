@@ -225,17 +225,17 @@ void cn_obj__prev_drop(cn_obj_store *s, cn_ec_set *set, const char *bucket, cons
 		later |= (*pp)->h == pk->h;
 	}
 	pk->kept = false;
-	if (committed && !later) {
+	if (committed && !later)
 		cn_ec_prev_drop(set, bucket, key);
-		/* the promoted version's copy goes only while it is still the current one (a
-		 * commit since, finished or not, may have made it noncurrent: then it is that) */
-		cn_ec_meta m;
-		cn_ec_meta_init(&m);
-		if (stale_vid && cn_ec_read_meta(set, bucket, key, true, &m) == CN_OK &&
-		    !strcmp(m.version_id[0] ? m.version_id : "null", stale_vid))
-			cn_ec_version_delete(set, bucket, key, stale_vid);
-		cn_ec_meta_fini(&m);
-	}
+	/* the promoted version's copy goes only while that version is still the current one
+	 * (a commit since may have made it noncurrent: then the copy is that version), also
+	 * with a later commit in flight (a metadata update of it would leave the copy stale) */
+	cn_ec_meta m;
+	cn_ec_meta_init(&m);
+	if (committed && stale_vid && cn_ec_read_meta(set, bucket, key, true, &m) == CN_OK &&
+	    !strcmp(m.version_id[0] ? m.version_id : "null", stale_vid))
+		cn_ec_version_delete(set, bucket, key, stale_vid);
+	cn_ec_meta_fini(&m);
 	if (rc == 0)
 		pthread_mutex_unlock(kl);
 }

@@ -273,8 +273,17 @@ cn_err cn_obj_open_version(cn_obj_store *s, const char *bucket, const char *key,
 		cn_ec_meta m;
 		cn_ec_meta_init(&m);
 		cn_ec_reader *er = NULL;
-		/* noncurrent first; then the current one, whose id must match */
+		/* noncurrent first; then the current one, whose id must match (also when the
+		 * noncurrent copy answers QUORUM: a promoted version's copy, which the promotion
+		 * removes after its barrier, may be split by a crash in that removal) */
 		e = cn_ec_open_version(set, bucket, key, vid, &m, &er);
+		if (e == CN_ERR_QUORUM) {
+			cn_ec_meta cm;
+			cn_ec_meta_init(&cm);
+			if (cn_ec_read_meta(set, bucket, key, true, &cm) == CN_OK && !strcmp(rec_vid(&cm), vid))
+				e = CN_ERR_NO_KEY;
+			cn_ec_meta_fini(&cm);
+		}
 		if (e == CN_ERR_NO_KEY) {
 			e = cn_ec_open(set, bucket, key, &m, &er);
 			if (!e && strcmp(rec_vid(&m), vid)) {
