@@ -1398,35 +1398,36 @@ static cn_err local_prev_keep(cn_drive *dd, const char *vol, const char *key)
 	return e;
 }
 
+/* The path of key's previous record into b (initialized by the caller; fini it). */
+static cn_err prev_path(cn_buf *b, const char *vol, const char *key)
+{
+	size_t rdir;
+	cn_err e = rec_path(b, vol, key, &rdir);
+	if (!e)
+		prev_of(b, rdir);
+	return e;
+}
+
 static cn_err local_prev_read(cn_drive *dd, const char *vol, const char *key, size_t max,
                               cn_buf *out)
 {
 	cn_buf rp;
-	size_t rdir;
 	cn_buf_init(&rp);
-	cn_err e = rec_path(&rp, vol, key, &rdir);
-	if (!e) {
-		prev_of(&rp, rdir);
+	cn_err e = prev_path(&rp, vol, key);
+	if (!e)
 		e = cn_drive_nowait() ? read_file_nowait(L(dd), rp.p, max, out, CN_ERR_NO_KEY)
 		                      : read_file_at(L(dd), rp.p, max, out, CN_ERR_NO_KEY);
-	}
 	cn_buf_fini(&rp);
 	return e;
 }
 
 static cn_err local_prev_drop(cn_drive *dd, const char *vol, const char *key)
 {
-	local_drive *d = L(dd);
 	cn_buf rp;
-	size_t rdir;
 	cn_buf_init(&rp);
-	cn_err e = rec_path(&rp, vol, key, &rdir);
-	if (!e) {
-		prev_of(&rp, rdir);
-		e = retire_record(d, rp.p);
-		if (e == CN_ERR_NO_KEY)
-			e = CN_OK;
-	}
+	cn_err e = prev_path(&rp, vol, key);
+	if (!e && (e = retire_record(L(dd), rp.p)) == CN_ERR_NO_KEY)
+		e = CN_OK;
 	cn_buf_fini(&rp);
 	return e;
 }

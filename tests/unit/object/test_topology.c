@@ -299,19 +299,27 @@ static void keep_x(size_t d, bool save)
 		sh("cp '%s/keep.%zu' '%s/bkt/%%m.x'", base, d, drives[0][0][d]);
 }
 
-/* How many of the set's n drives hold key's previous record (FORMAT.md §2 "%p.<leaf>"). */
-static int prevs_on(size_t n, const char *key)
+/* How many of the set's n drives hold the file rel (below each drive's folder). */
+static int on_drives(size_t n, const char *rel)
 {
 	int c = 0;
 	for (size_t d = 0; d < n; d++) {
 		cn_buf path;
 		cn_buf_init(&path);
 		struct stat st;
-		CN_ASSERT(cn_buf_printf(&path, "%s/bkt/%%p.%s", drives[0][0][d], key) == CN_OK);
+		CN_ASSERT(cn_buf_printf(&path, "%s/%s", drives[0][0][d], rel) == CN_OK);
 		c += stat(path.p, &st) == 0;
 		cn_buf_fini(&path);
 	}
 	return c;
+}
+
+/* How many of the set's n drives hold key's previous record (FORMAT.md §2 "%p.<leaf>"). */
+static int prevs_on(size_t n, const char *key)
+{
+	char rel[128];
+	snprintf(rel, sizeof rel, "bkt/%%p.%s", key);
+	return on_drives(n, rel);
 }
 
 /* C7: an overwrite keeps the previous records until its barrier and drops them after;
@@ -381,32 +389,16 @@ TEST(test_previous_records_kept_until_the_barrier)
 	cn_put_opts o = { .size = 3 };
 	CHECK_EQ_INT(cn_obj_put(s, "bkt", "v", &r1.r, &o, &i1), CN_OK);
 	CHECK_EQ_INT(cn_obj_put(s, "bkt", "v", &r2.r, &o, &i2), CN_OK);
-	int copies = 0;
-	for (size_t d = 0; d < 4; d++) {
-		cn_buf p;
-		cn_buf_init(&p);
-		struct stat st;
-		CN_ASSERT(cn_buf_printf(&p, "%s/bkt/v/%%v.%s", drives[0][0][d], i1.version_id) == CN_OK);
-		copies += stat(p.p, &st) == 0;
-		cn_buf_fini(&p);
-	}
-	CHECK_EQ_INT(copies, 4); /* "one" is noncurrent */
+	char copy[128]; /* "one"'s noncurrent record */
+	snprintf(copy, sizeof copy, "bkt/v/%%v.%s", i1.version_id);
+	CHECK_EQ_INT(on_drives(4, copy), 4);
 	CHECK_EQ_INT(cn_obj_delete_version(s, "bkt", "v", i2.version_id, NULL), CN_OK);
 	cn_err ge;
 	char *got = get_str(s, "bkt", "v", &ge);
 	CHECK_EQ_INT(ge, CN_OK);
 	CHECK_EQ_STR(got, "one");
 	free(got);
-	copies = 0;
-	for (size_t d = 0; d < 4; d++) {
-		cn_buf p;
-		cn_buf_init(&p);
-		struct stat st;
-		CN_ASSERT(cn_buf_printf(&p, "%s/bkt/v/%%v.%s", drives[0][0][d], i1.version_id) == CN_OK);
-		copies += stat(p.p, &st) == 0;
-		cn_buf_fini(&p);
-	}
-	CHECK_EQ_INT(copies, 0); /* the promoted copy removed after the barrier */
+	CHECK_EQ_INT(on_drives(4, copy), 0); /* the promoted copy removed after the barrier */
 	CHECK_EQ_INT(prevs_on(4, "v"), 0);
 	cn_obj_info_fini(&i1);
 	cn_obj_info_fini(&i2);
