@@ -28,7 +28,9 @@
  *      crash cut the commit short), and drops it after the barrier (vfinish), under the
  *      key's lock and only when no later commit of the same key has kept its own previous
  *      records meanwhile (the lock's list of kept ones, cn_obj__prevk): those must stay
- *      until that commit's barrier, and it drops them. A previous record left over (a crash
+ *      until that commit's barrier, and it drops them. A later commit that failed marks
+ *      the earlier ones not to drop (nodrop): it may have renamed its record onto fewer
+ *      drives than its quorum, and the previous records hold the version it replaced. A previous record left over (a crash
  *      between barrier and drop) is never counted while the current one is at quorum; the
  *      next overwrite of the key replaces it, a delete removes it. */
 #include "object/object_int.h"
@@ -204,6 +206,7 @@ cn_err cn_obj__prev_keep(cn_obj_store *s, cn_ec_set *set, const char *bucket, co
 	pk->next = *head;
 	*head = pk;
 	pk->kept = true;
+	pk->nodrop = false;
 	cn_ec_prev_keep(set, bucket, key);
 	return CN_OK;
 }
@@ -224,8 +227,15 @@ void cn_obj__prev_drop(cn_obj_store *s, cn_ec_set *set, const char *bucket, cons
 		}
 		later |= (*pp)->h == pk->h;
 	}
+	/* A failed commit may have renamed its record onto some drives (fewer than its
+	 * quorum) before failing: the previous records hold what it replaced, which the
+	 * earlier commits still on the list will have acknowledged by their drop. */
+	if (!committed)
+		for (cn_obj__prevk *o = pk->next; o; o = o->next)
+			if (o->h == pk->h)
+				o->nodrop = true;
 	pk->kept = false;
-	if (committed && !later)
+	if (committed && !later && !pk->nodrop)
 		cn_ec_prev_drop(set, bucket, key);
 	/* the promoted version's copy goes only while that version is still the current one
 	 * (a commit since may have made it noncurrent: then the copy is that version), also

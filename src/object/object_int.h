@@ -176,6 +176,7 @@ typedef struct cn_obj__prevk {
 	struct cn_obj__prevk *next;
 	uint64_t h;  /* the key's hash */
 	bool kept;   /* on the list: cn_obj__prev_drop must follow */
+	bool nodrop; /* a later commit of the key failed meanwhile: its drop must not drop */
 } cn_obj__prevk;
 /* Before a commit that replaces the current version old (read under the key's lock, which
  * the caller holds): keeps it as every drive's previous record and puts pk on the lock's
@@ -186,7 +187,10 @@ typedef struct cn_obj__prevk {
  * cn_obj__prev_drop: after the commit's barrier (committed) or its failure, with or
  * without the key's lock held: takes pk off the list, and when committed drops the
  * previous records unless a later commit of the same key has kept its own (still on the
- * list: they must stay until its barrier). No-op when !pk->kept. stale_vid (NULL: none):
+ * list: they must stay until its barrier) or failed (pk->nodrop: it may have renamed its
+ * record onto some drives, and the previous records hold the version it replaced, which
+ * may be acknowledged by then). A failed commit (!committed) drops nothing and marks the
+ * earlier commits of the key still on the list nodrop. No-op when !pk->kept. stale_vid (NULL: none):
  * with the drop, also the noncurrent version of that id (a promoted version's copy, which
  * stays until the promotion is durable) while that version is still the current one. */
 cn_err cn_obj__prev_keep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,

@@ -323,9 +323,9 @@ static int prevs_on(size_t n, const char *key)
 }
 
 /* C7: an overwrite keeps the previous records until its barrier and drops them after;
- * a later commit of the same key in flight keeps them (its own), one of another key under
- * the same lock does not; a drop by a thread holding the key's lock (an upload's) leaves
- * the lock held. */
+ * a later commit of the same key in flight keeps them (its own), or one that failed, one
+ * of another key under the same lock does not; a drop by a thread holding the key's lock
+ * (an upload's) leaves the lock held. */
 TEST(test_previous_records_kept_until_the_barrier)
 {
 	fresh();
@@ -373,6 +373,21 @@ TEST(test_previous_records_kept_until_the_barrier)
 	CHECK_EQ_INT(cn_obj__prev_keep(s, set, "bkt", "k", &old, &p1), CN_OK);
 	CHECK_EQ_INT(pthread_mutex_unlock(kl), 0);
 	cn_obj__prev_drop(s, set, "bkt", "k", &p1, false, NULL);
+	CHECK_EQ_INT(prevs_on(4, "k"), 4);
+	CHECK(s->prevk[p1.h % OBJ_KEY_LOCKS] == NULL);
+	/* a later commit of the key that failed (renamed onto some drives, perhaps): the
+	 * earlier one's drop after its barrier leaves the previous records, which hold the
+	 * version the failed one replaced; another key's earlier commit still drops */
+	CHECK_EQ_INT(pthread_mutex_lock(kl), 0);
+	CHECK_EQ_INT(cn_obj__prev_keep(s, set, "bkt", "k", &old, &p1), CN_OK);
+	CHECK_EQ_INT(cn_obj__prev_keep(s, oset, "bkt", other, &old, &p2), CN_OK);
+	CHECK_EQ_INT(cn_obj__prev_keep(s, set, "bkt", "k", &old, &p3), CN_OK);
+	CHECK_EQ_INT(pthread_mutex_unlock(kl), 0);
+	cn_obj__prev_drop(s, set, "bkt", "k", &p3, false, NULL);
+	CHECK(p1.nodrop && !p2.nodrop);
+	cn_obj__prev_drop(s, oset, "bkt", other, &p2, true, NULL);
+	CHECK_EQ_INT(prevs_on(4, other), 0);
+	cn_obj__prev_drop(s, set, "bkt", "k", &p1, true, NULL);
 	CHECK_EQ_INT(prevs_on(4, "k"), 4);
 	CHECK(s->prevk[p1.h % OBJ_KEY_LOCKS] == NULL);
 	CHECK_EQ_INT(put_str(s, "bkt", "k", "C"), CN_OK); /* replaced, then dropped */
