@@ -47,7 +47,7 @@ typedef struct cn_drive_vol {
  * (rec/reclen = its raw metadata record, valid only during the call) or a common prefix
  * ending in '/' when is_prefix is true (rec NULL). has_prev: the object also has a
  * previous record on this drive (prev_keep below: a commit of it in progress or cut
- * short; the local drive tells it for leaves of up to 252 bytes, false otherwise).
+ * short).
  * Returning anything but CN_OK stops the walk, and the walk returns that value. */
 typedef cn_err (*cn_drive_walk_fn)(void *ctx, const char *key, size_t keylen, bool is_prefix,
                                    const void *rec, size_t reclen, bool has_prev);

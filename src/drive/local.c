@@ -1667,7 +1667,13 @@ static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_
 				       w->d->base.endpoint, w->path, cn_err_str(re));
 				goto next;
 			}
-			e = w->fn(w->ctx, w->key, fk, false, w->rec.p, w->rec.len, v[i].prev);
+			bool prev = v[i].prev;
+			if (!v[i].flat) { /* a long leaf's previous record is beside its %meta */
+				struct stat st;
+				memcpy(w->path + pd, "/" PREV_NAME, sizeof("/" PREV_NAME));
+				prev = fstatat(w->d->root_fd, w->path, &st, AT_SYMLINK_NOFOLLOW) == 0;
+			}
+			e = w->fn(w->ctx, w->key, fk, false, w->rec.p, w->rec.len, prev);
 		} else {
 			w->key[fk] = '/';
 			size_t sl = fk + 1;

@@ -68,7 +68,7 @@
  *      (queued for heal) and heal rewrites those slots' records (and drops the previous
  *      ones); listing reads such keys with a quorum read (E6: when the walked drives
  *      disagree, or any of them holds a previous record of the key: the walk reports
- *      it, for leaves beside their records);
+ *      it);
  *      E10's dangling check and the orphan check count previous records. A previous
  *      record left over (its drop lost to a crash) is the one its drive's current record
  *      replaced (delete_meta removes both; heal drops those it rewrites), so it can only

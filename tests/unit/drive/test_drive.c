@@ -172,7 +172,8 @@ TEST(test_walk)
 
 /* The previous record (drive.h prev_keep/read/drop; FORMAT.md §3): "%p.<leaf>" beside
  * "%m.<leaf>", "%prev" beside a long leaf's "%meta"; kept across the rename of a new
- * record, replaced by the next keep, removed by drop and by delete_meta, never walked. */
+ * record, replaced by the next keep, removed by drop and by delete_meta, never walked but
+ * reported with its key. */
 TEST(test_previous_record)
 {
 	cn_drive *d = open_fresh(false);
@@ -207,10 +208,13 @@ TEST(test_previous_record)
 		walked w = { .n = 0 };
 		CHECK_EQ_INT(d->ops->walk(d, "vol", "", NULL, false, walk_cb, &w), CN_OK);
 		CHECK_EQ_INT(w.n, i + 1); /* the previous record is no key */
-		/* but the walk tells it (for a leaf beside its record: the long one's is not) */
-		CHECK(w.n == 1 ? w.prev[0] : !w.prev[0] && !w.prev[1]);
+		/* but the walk tells it (the long leaf sorts first: 'L' < 'p') */
+		CHECK(w.n == 1 ? w.prev[0] : w.prev[0] && !w.prev[1]);
 		CHECK_EQ_INT(d->ops->prev_drop(d, "vol", k), CN_OK);
 		CHECK(!exists(prev_rel[i]));
+		w.n = 0;
+		CHECK_EQ_INT(d->ops->walk(d, "vol", "", NULL, false, walk_cb, &w), CN_OK);
+		CHECK(w.n == i + 1 && !w.prev[0] && !w.prev[w.n - 1]);
 		CHECK_EQ_INT(d->ops->prev_drop(d, "vol", k), CN_OK); /* absent: fine */
 		CHECK_EQ_INT(d->ops->read_meta(d, "vol", k, 100, &b), CN_OK);
 		CHECK(b.len == 3 && !memcmp(b.p, "CCC", 3));
