@@ -88,6 +88,9 @@ typedef struct cn_ec_meta {
 	/* not stored: set by a quorum read (cn_ec_read_meta) whose version some drives hold
 	 * only as their previous record (set.c E15): heal it before replacing it */
 	bool from_prev;
+	/* not stored: set by a listing (cn_ec_walk, cn_ec_walk_all) when a walked drive also
+	 * holds a previous record of the key (E15: a commit in progress, or a leftover) */
+	bool prev_seen;
 } cn_ec_meta;
 
 void cn_ec_meta_init(cn_ec_meta *m);
@@ -290,6 +293,8 @@ typedef struct cn_ec_heal_result {
 	unsigned drives_healed;  /* of those, rewritten */
 	unsigned drives_failed;  /* of those, could not be rewritten */
 	int64_t bytes_written;
+	bool from_prev;          /* read through previous records (E15): some drives held the
+	                          * version only as their previous record */
 } cn_ec_heal_result;
 cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vid, bool dry_run,
                   cn_ec_heal_result *res);

@@ -2175,6 +2175,7 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 		if (!D(s, d) || r->offline[d])
 			continue; /* offline: nothing to write to */
 		bad[d] = !r->good[d] || r->prev[d]; /* E15: a previous record is rewritten current */
+		res->from_prev |= r->prev[d];
 	}
 	if (!is_inline) {
 		size_t fsl = cn_codec_shard_len(r->c, r->block_size);
@@ -3100,6 +3101,8 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 			cn_ec_meta qm;
 			cn_ec_meta_init(&qm);
 			cn_err qe = read_rec(s, REC_CURRENT, vol, w->key, NULL, true, &qm);
+			for (size_t x = j - same; x < j; x++)
+				qm.prev_seen |= all[x].has_prev;
 			if (qe == CN_OK)
 				e = fn(ctx, w->key, w->keylen, false, &qm);
 			else if (qe == CN_ERR_NOMEM)

@@ -21,7 +21,14 @@
  *      removed where it lies if it is dangling (E10 decides, from every drive, under the
  *      key's lock).
  *  H8. A heal of everything first removes bucket folders too few drives hold to be a
- *      bucket (E11: deleted while those drives were away), under the namespace lock. */
+ *      bucket (E11: deleted while those drives were away), under the namespace lock.
+ *  H9. Previous records (set.c E15) a crash left over, or that a heal through them left
+ *      on the drives whose current record already held the version, are dropped once the
+ *      current version's heal left it on every drive it could write (none failed), under
+ *      the key's lock and only while no commit of the key has kept its own (C7). The
+ *      scanner finds them through the listing (cn_ec_meta.prev_seen), a queued heal
+ *      through its read (cn_ec_heal_result.from_prev). Until then each listing confirms
+ *      such a key with a quorum read. */
 #include "object/object_int.h"
 
 #include <errno.h>
@@ -82,12 +89,18 @@ static void unlock_key(cn_obj_store *s, pthread_mutex_t *kl)
 /* Returns cn_ec_heal's answer: CN_ERR_NO_KEY or CN_ERR_NO_VERSION when no read returns the
  * version (deleted meanwhile, or dangling: H7). */
 static cn_err heal_version(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
-                           const char *vid, bool dry_run, cn_obj_heal_totals *t)
+                           const char *vid, bool prev_seen, bool dry_run, cn_obj_heal_totals *t)
 {
 	cn_ec_heal_result res;
 	pthread_mutex_t *kl = lock_key(s, bucket, key);
 	cn_err e = cn_ec_heal(set, bucket, key, vid, dry_run, &res);
+	bool drop = !e && !vid && !dry_run && (prev_seen || res.from_prev) && !res.drives_failed &&
+	            !cn_obj__prev_pending(s, bucket, key); /* H9 */
+	if (drop)
+		cn_ec_prev_drop(set, bucket, key);
 	unlock_key(s, kl);
+	if (drop)
+		cn_log(CN_LOG_INFO, NULL, "heal: %s/%s: previous records removed", bucket, key);
 	if (e == CN_ERR_NO_KEY || e == CN_ERR_NO_BUCKET || e == CN_ERR_NO_VERSION)
 		return e; /* deleted meanwhile */
 	t->scanned++;
@@ -152,16 +165,16 @@ static void purge_dangling(cn_obj_store *s, cn_ec_set *set, const char *bucket, 
 /* The current version and every noncurrent one (one that no read returns: purged if it
  * is dangling), then data no version references, in the set that listed the key. */
 static void heal_key(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
-                     bool dry_run, cn_obj_heal_totals *t)
+                     bool prev_seen, bool dry_run, cn_obj_heal_totals *t)
 {
-	cn_err e = heal_version(s, set, bucket, key, NULL, dry_run, t);
+	cn_err e = heal_version(s, set, bucket, key, NULL, prev_seen, dry_run, t);
 	if (e == CN_ERR_NO_KEY)
 		purge_dangling(s, set, bucket, key, NULL, dry_run, t);
 	char **vids;
 	size_t n;
 	if (cn_ec_version_list_all(set, bucket, key, &vids, &n) == CN_OK) {
 		for (size_t i = 0; i < n; i++) {
-			e = heal_version(s, set, bucket, key, vids[i], dry_run, t);
+			e = heal_version(s, set, bucket, key, vids[i], false, dry_run, t);
 			if (e == CN_ERR_NO_KEY || e == CN_ERR_NO_VERSION)
 				purge_dangling(s, set, bucket, key, vids[i], dry_run, t);
 		}
@@ -174,6 +187,7 @@ static void heal_key(cn_obj_store *s, cn_ec_set *set, const char *bucket, const 
 
 typedef struct batch {
 	char **keys;
+	bool *prev; /* a walked drive holds a previous record of the key (H9) */
 	size_t n;
 } batch;
 
@@ -186,6 +200,7 @@ static cn_err batch_cb(void *ctx, const char *key, size_t keylen, bool is_prefix
 		return CN_ERR__COUNT; /* full: stop the walk */
 	if (!(b->keys[b->n] = strndup(key, keylen)))
 		return CN_ERR_NOMEM;
+	b->prev[b->n] = m && m->prev_seen;
 	b->n++;
 	return CN_OK;
 }
@@ -254,9 +269,12 @@ static void heal_data_keys(heal_run *h, cn_ec_set *set, const char *bucket, cons
 
 static cn_err heal_bucket(heal_run *h, cn_ec_set *set, const char *bucket, const char *prefix)
 {
-	batch b = { calloc(BATCH, sizeof(char *)), 0 };
-	if (!b.keys)
+	batch b = { calloc(BATCH, sizeof(char *)), calloc(BATCH, sizeof(bool)), 0 };
+	if (!b.keys || !b.prev) {
+		free(b.keys);
+		free(b.prev);
 		return CN_ERR_NOMEM;
+	}
 	char *after = NULL;
 	cn_err e = CN_OK;
 	for (;;) {
@@ -268,7 +286,7 @@ static cn_err heal_bucket(heal_run *h, cn_ec_set *set, const char *bucket, const
 			break;
 		for (size_t i = 0; i < b.n && !h->stopped; i++) {
 			int64_t t0 = now_ms();
-			heal_key(h->s, set, bucket, b.keys[i], h->dry_run, h->t);
+			heal_key(h->s, set, bucket, b.keys[i], b.prev[i], h->dry_run, h->t);
 			paced(h, bucket, b.keys[i], t0);
 		}
 		bool more = b.n == BATCH && !h->stopped;
@@ -282,6 +300,7 @@ static cn_err heal_bucket(heal_run *h, cn_ec_set *set, const char *bucket, const
 	}
 	free(after);
 	free(b.keys);
+	free(b.prev);
 	if (!e && !h->stopped)
 		heal_data_keys(h, set, bucket, prefix);
 	return h->stopped ? CN_ERR_ABORTED : e;
@@ -394,7 +413,7 @@ static void *queue_thread(void *arg)
 		h->count--;
 		pthread_mutex_unlock(&h->mu);
 		cn_obj_heal_totals t = { 0 };
-		heal_version(s, set_of(s, it.bucket, it.key), it.bucket, it.key, it.vid, false, &t);
+		heal_version(s, set_of(s, it.bucket, it.key), it.bucket, it.key, it.vid, false, false, &t);
 		free(it.bucket);
 		free(it.key);
 		free(it.vid);

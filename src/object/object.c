@@ -30,9 +30,11 @@
  *      records meanwhile (the lock's list of kept ones, cn_obj__prevk): those must stay
  *      until that commit's barrier, and it drops them. A later commit that failed marks
  *      the earlier ones not to drop (nodrop): it may have renamed its record onto fewer
- *      drives than its quorum, and the previous records hold the version it replaced. A previous record left over (a crash
- *      between barrier and drop) is never counted while the current one is at quorum; the
- *      next overwrite of the key replaces it, a delete removes it. */
+ *      drives than its quorum, and the previous records hold the version it replaced. A
+ *      previous record left over (a crash between barrier and drop) is never counted
+ *      while the current one is at quorum; the next overwrite of the key replaces it, a
+ *      delete removes it, and so does a heal that finds the current version on every
+ *      drive (heal.c H9). */
 #include "object/object_int.h"
 
 #include <errno.h>
@@ -248,6 +250,15 @@ void cn_obj__prev_drop(cn_obj_store *s, cn_ec_set *set, const char *bucket, cons
 	cn_ec_meta_fini(&m);
 	if (rc == 0)
 		pthread_mutex_unlock(kl);
+}
+
+bool cn_obj__prev_pending(cn_obj_store *s, const char *bucket, const char *key)
+{
+	uint64_t h = key_hash(bucket, key);
+	for (const cn_obj__prevk *p = s->prevk[h % KEY_LOCKS]; p; p = p->next)
+		if (p->h == h)
+			return true;
+	return false;
 }
 
 /* set.c E13 (erasure.h cn_ec_set_split_wait): a read found the drives split between

@@ -197,6 +197,9 @@ cn_err cn_obj__prev_keep(cn_obj_store *s, cn_ec_set *set, const char *bucket, co
                          const cn_ec_meta *old, cn_obj__prevk *pk);
 void cn_obj__prev_drop(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
                        cn_obj__prevk *pk, bool committed, const char *stale_vid);
+/* Under the key's lock: whether a commit of bucket/key is between cn_obj__prev_keep and
+ * cn_obj__prev_drop (its previous records must stay). */
+bool cn_obj__prev_pending(cn_obj_store *s, const char *bucket, const char *key);
 
 /* versions.c: committing a new current version under the bucket's versioning state.
  * Under the key's lock: vprep (reads the current version, picks the new version id into

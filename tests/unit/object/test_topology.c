@@ -296,7 +296,8 @@ static void keep_x(size_t d, bool save)
 	if (save)
 		sh("cp '%s/bkt/%%m.x' '%s/keep.%zu'", drives[0][0][d], base, d);
 	else
-		sh("cp '%s/keep.%zu' '%s/bkt/%%m.x'", base, d, drives[0][0][d]);
+		sh("cp '%s/keep.%zu' '%s/bkt/x.tmp' && mv '%s/bkt/x.tmp' '%s/bkt/%%m.x'", base, d,
+		   drives[0][0][d], drives[0][0][d], drives[0][0][d]); /* renamed in, as commits do */
 }
 
 /* How many of the set's n drives hold the file rel (below each drive's folder). */
@@ -417,6 +418,89 @@ TEST(test_previous_records_kept_until_the_barrier)
 	CHECK_EQ_INT(prevs_on(4, "v"), 0);
 	cn_obj_info_fini(&i1);
 	cn_obj_info_fini(&i2);
+	cn_ec_meta_fini(&old);
+	cn_obj_store_close(s);
+}
+
+/* heal.c H9: previous records a crash left beside a current version that every drive
+ * holds are removed by a heal (not a dry run), and only while no commit of the key keeps
+ * its own; those of a key read through them go once heal made the version whole. */
+TEST(test_heal_removes_leftover_previous_records)
+{
+	fresh();
+	cn_obj_store *s;
+	CHECK_EQ_INT(open_topo(1, 1, 8, 2, &s), CN_OK);
+	if (!s)
+		return;
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
+	CHECK_EQ_INT(put_str(s, "bkt", "k", "A"), CN_OK);
+	CHECK_EQ_INT(put_str(s, "bkt", "j", "J"), CN_OK);
+	cn_ec_set *set = cn_obj__key_set(s, "bkt", "k");
+	cn_ec_prev_keep(set, "bkt", "k"); /* a crash between a barrier and its drop */
+	CHECK_EQ_INT(prevs_on(8, "k"), 8);
+	cn_obj_heal_totals t;
+	CHECK_EQ_INT(cn_obj_heal(s, "bkt", NULL, true, NULL, NULL, &t), CN_OK);
+	CHECK_EQ_INT(prevs_on(8, "k"), 8); /* a dry run changes nothing */
+	/* a commit of the key between its keep and its drop: its previous records stay */
+	cn_ec_meta old;
+	cn_ec_meta_init(&old);
+	cn_obj__prevk pk;
+	pthread_mutex_t *kl = cn_obj__key_lock(s, "bkt", "k");
+	CHECK_EQ_INT(pthread_mutex_lock(kl), 0);
+	CHECK_EQ_INT(cn_obj__prev_keep(s, set, "bkt", "k", &old, &pk), CN_OK);
+	CHECK_EQ_INT(pthread_mutex_unlock(kl), 0);
+	CHECK_EQ_INT(cn_obj_heal(s, "bkt", NULL, false, NULL, NULL, &t), CN_OK);
+	CHECK_EQ_INT(prevs_on(8, "k"), 8);
+	cn_obj__prev_drop(s, set, "bkt", "k", &pk, false, NULL); /* it failed: they stay */
+	CHECK_EQ_INT(prevs_on(8, "k"), 8);
+	CHECK_EQ_INT(cn_obj_heal(s, "bkt", NULL, false, NULL, NULL, &t), CN_OK);
+	CHECK_EQ_INT(prevs_on(8, "k"), 0);
+	CHECK_EQ_INT(t.failed, 0);
+	cn_err ge;
+	char *got = get_str(s, "bkt", "k", &ge);
+	CHECK_EQ_INT(ge, CN_OK);
+	CHECK_EQ_STR(got ? got : "", "A");
+	free(got);
+	/* an overwrite cut short (drives 0-2 took "BB", 3-7 kept "A", all kept "A" as the
+	 * previous record) while drive 7 lost the key (EC:2 on 8 drives, K = 6): read through
+	 * previous records, and the heal the read queues rewrites slots 0-2 and 7 and removes
+	 * the previous records of drives 3-6 too */
+	CHECK_EQ_INT(put_str(s, "bkt", "x", "BB"), CN_OK);
+	for (size_t d = 0; d < 8; d++)
+		keep_x(d, true);
+	CHECK_EQ_INT(put_str(s, "bkt", "x", "A"), CN_OK);
+	cn_ec_set *xset = cn_obj__key_set(s, "bkt", "x");
+	cn_ec_prev_keep(xset, "bkt", "x");
+	for (size_t d = 0; d < 3; d++)
+		keep_x(d, false);
+	sh("rm -f '%s/bkt/%%m.x' '%s/bkt/%%p.x'", drives[0][0][7], drives[0][0][7]);
+	CHECK_EQ_INT(prevs_on(8, "x"), 7);
+	cn_obj_state st;
+	CHECK_EQ_INT(cn_obj_get_state(s, &st), CN_OK);
+	uint64_t done0 = st.heal_done;
+	free(st.drives);
+	got = get_str(s, "bkt", "x", &ge); /* degraded: queues the heal */
+	CHECK_EQ_INT(ge, CN_OK);
+	CHECK_EQ_STR(got ? got : "", "A");
+	free(got);
+	for (int i = 0; i < 500; i++) { /* the queue's heal (its read tells from_prev) */
+		CHECK_EQ_INT(cn_obj_get_state(s, &st), CN_OK);
+		free(st.drives);
+		if (st.heal_done > done0)
+			break;
+		usleep(10000);
+	}
+	CHECK(st.heal_done > done0);
+	CHECK_EQ_INT(prevs_on(8, "x"), 0);
+	CHECK_EQ_INT(on_drives(8, "bkt/%m.x"), 8);
+	CHECK_EQ_INT(cn_obj_heal(s, "bkt", "x", false, NULL, NULL, &t), CN_OK);
+	CHECK_EQ_INT(t.failed, 0);
+	CHECK_EQ_INT(t.healed, 0);
+	got = get_str(s, "bkt", "x", &ge);
+	CHECK_EQ_INT(ge, CN_OK);
+	CHECK_EQ_STR(got ? got : "", "A");
+	free(got);
+	CHECK_EQ_INT(prevs_on(8, "j"), 0);
 	cn_ec_meta_fini(&old);
 	cn_obj_store_close(s);
 }
@@ -1051,6 +1135,7 @@ int main(void)
 	RUN(test_buckets_on_every_set);
 	RUN(test_read_across_a_commit_waits_for_the_key_lock);
 	RUN(test_previous_records_kept_until_the_barrier);
+	RUN(test_heal_removes_leftover_previous_records);
 	RUN(test_wiped_drive_reformatted);
 	RUN(test_foreign_and_moved_drives_refused);
 	RUN(test_refused_drives_in_coded_sets);
