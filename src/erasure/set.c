@@ -77,11 +77,12 @@
  *      reached W), where nothing is promised. One level deep: a commit over a version read
  *      this way heals it first (cn_ec_meta.from_prev; object.c C7), so cut-short commits
  *      of a key do not stack.
- *  E16. Commits rename records from slot 0 up, deletes remove them from slot n-1 down, and
- *      listings walk the last M+1 slots (E5 lets any M+1 do): a commit cut short has not
- *      reached the walked slots unless it reached all, and a delete cut short has left
- *      them first, so a listing does not show a first commit that reads cannot return,
- *      nor keep showing a deleted key that reads call missing. Such a read: one version,
+ *  E16. Commits rename records from slot 0 up, deletes (and E10's purges) remove them from
+ *      slot n-1 down, and listings walk the last M+1 slots (E5 lets any M+1 do): a commit
+ *      cut short has not reached the walked slots unless it reached all, and a delete (or
+ *      purge) cut short has left them first, so a listing does not show a first commit
+ *      that reads cannot return, nor keep showing a deleted key that reads call missing.
+ *      Such a read: one version,
  *      held by fewer drives than its quorum even counting every drive that did not say
  *      what it holds, and no previous record anywhere (the last read of a split, after
  *      E15), answers CN_ERR_NO_KEY: E10 would remove it (an acknowledged version reached
@@ -2603,7 +2604,7 @@ cn_err cn_ec_purge_dangling(cn_ec_set *s, const char *vol, const char *key, cons
 	for (size_t d = 0; d < s->n; d++)
 		cn_ec_meta_fini(&pm[d]);
 	cn_err e = CN_OK;
-	for (size_t d = 0; d < s->n; d++) {
+	for (size_t d = s->n; d-- > 0;) { /* E16: from the last slot down, as deletes */
 		if (dangling && !errs[d]) {
 			cn_err de = dry_run ? CN_OK
 			            : vid ? D(s, d)->ops->version_delete(D(s, d), vol, key, vid)
