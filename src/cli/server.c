@@ -485,7 +485,7 @@ int cn_cli_server(int argc, char **argv)
 	fflush(stderr);
 	pthread_t th[MAX_LOOPS];
 	for (int i = 1; i < g_nloops; i++)
-		if (pthread_create(&th[i], NULL, loop_main, g_nets[i]) != 0) {
+		if (cn_thread_create(&th[i], NULL, loop_main, g_nets[i]) != 0) {
 			/* its workers run already (and the loops before it serve): nothing can be
 			 * freed under them; exit as on a start failure */
 			cn_log(CN_LOG_ERROR, NULL, "cannot start event loop %d of %d", i + 1, g_nloops);
@@ -520,7 +520,7 @@ int cn_cli_server(int argc, char **argv)
 	bool watched = pthread_condattr_init(&ca) == 0 &&
 	               pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
 	               pthread_cond_init(&g_close_cv, &ca) == 0 &&
-	               pthread_create(&wd, NULL, close_watchdog, NULL) == 0;
+	               cn_thread_create(&wd, NULL, close_watchdog, NULL) == 0;
 	for (int i = 0; i < g_nloops; i++)
 		cn_net_free(g_nets[i]);
 	cn_s3_free(s3);

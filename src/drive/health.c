@@ -791,7 +791,7 @@ cn_err cn_drive_health_wrap(cn_drive *inner, const cn_drive_health_cfg *cfg, cn_
 	atomic_init(&d->outages, 0);
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_cond_init(&d->cv, NULL);
-	d->started = pthread_create(&d->prober, NULL, prober, d) == 0;
+	d->started = cn_thread_create(&d->prober, NULL, prober, d) == 0;
 	*out = &d->base;
 	return CN_OK;
 }

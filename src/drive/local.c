@@ -2358,7 +2358,7 @@ static void trash_later(local_drive *d, const char *tmp_rel)
 	    (t->fd = openat(d->root_fd, TMP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
 		pthread_attr_init(&at);
 		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		bool ok = pthread_create(&th, &at, trash_run, t) == 0;
+		bool ok = cn_thread_create(&th, &at, trash_run, t) == 0;
 		pthread_attr_destroy(&at);
 		if (ok)
 			return;

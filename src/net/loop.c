@@ -622,7 +622,7 @@ static void start_workers(cn_net *n, int k)
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 1 << 20);
 	for (int i = 0; i < k && n->nthreads < n->cfg.workers * 2; i++) {
-		if (pthread_create(&n->threads[n->nthreads], &attr, worker_main, n) != 0)
+		if (cn_thread_create(&n->threads[n->nthreads], &attr, worker_main, n) != 0)
 			break;
 		n->nthreads++;
 	}

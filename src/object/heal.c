@@ -484,9 +484,9 @@ void cn_obj__heal_start(cn_obj_store *s)
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cv, NULL);
 	s->healer = h;
-	h->qstarted = pthread_create(&h->qthread, NULL, queue_thread, s) == 0;
+	h->qstarted = cn_thread_create(&h->qthread, NULL, queue_thread, s) == 0;
 	if (s->cfg.heal_scan_ms >= 0)
-		h->sstarted = pthread_create(&h->sthread, NULL, scan_thread, s) == 0;
+		h->sstarted = cn_thread_create(&h->sthread, NULL, scan_thread, s) == 0;
 }
 
 void cn_obj__heal_stop(cn_obj_store *s)

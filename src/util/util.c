@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +277,16 @@ static void *periodic_main(void *arg)
 	return NULL;
 }
 
+int cn_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(t, attr, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
 cn_err cn_periodic_start(cn_periodic *p, int64_t every_ms, void (*fn)(void *arg), void *arg)
 {
 	p->every_ms = every_ms;
@@ -284,7 +295,7 @@ cn_err cn_periodic_start(cn_periodic *p, int64_t every_ms, void (*fn)(void *arg)
 	atomic_store(&p->stop, false);
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
-	p->started = pthread_create(&p->thread, NULL, periodic_main, p) == 0;
+	p->started = cn_thread_create(&p->thread, NULL, periodic_main, p) == 0;
 	if (!p->started) {
 		pthread_mutex_destroy(&p->mu);
 		pthread_cond_destroy(&p->cv);

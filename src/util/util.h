@@ -145,6 +145,13 @@ void cn_deadline_after_ms(int64_t ms, struct timespec *ts);
 /* The same on clock (CLOCK_MONOTONIC: a condition variable set to it). */
 void cn_deadline_on(int clock, int64_t ms, struct timespec *ts);
 
+/* pthread_create with every signal blocked in the new thread (it inherits the mask the
+ * creating thread has during the call; the creator's own mask is restored after). Every
+ * thread of the server is made so: SIGTERM and SIGINT reach only the main thread, whose
+ * handler (cli/server.c) then never runs on a thread while the main thread frees what it
+ * touches. Returns pthread_create's answer (0 or an errno value). */
+int cn_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+
 /* A background thread that runs fn(arg) every every_ms until stopped (the store's drive
  * monitor and stale-upload janitor). cn_periodic_start: CN_ERR_IO when the thread cannot
  * be made (then nothing runs and stop is a no-op). cn_periodic_stop: wakes the thread and

@@ -165,6 +165,33 @@ def test_sigterm_finishes_in_flight_request():
         assert make_client(srv).get_object(Bucket="term", Key="inflight")["Body"].read() == body
 
 
+def _blocked(pid, tid):
+    with open(f"/proc/{pid}/task/{tid}/status") as f:
+        for line in f:
+            if line.startswith("SigBlk:"):
+                return int(line.split()[1], 16)
+    raise AssertionError(f"no SigBlk for task {tid}")
+
+
+def test_only_the_main_thread_takes_stop_signals():
+    """SIGTERM and SIGINT reach only the main thread (util.h cn_thread_create): its handler
+    never runs on a worker, prober, healer or loop thread while the main thread frees what the
+    handler touches at shutdown."""
+    with running_server(name="sigmask") as srv:
+        s3 = make_client(srv)
+        s3.create_bucket(Bucket="mask")
+        s3.put_object(Bucket="mask", Key="k", Body=b"x" * 100000)  # workers are running
+        pid = srv.proc.pid
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        assert len(tids) > 3, tids
+        stop = (1 << (signal.SIGTERM - 1)) | (1 << (signal.SIGINT - 1))
+        assert _blocked(pid, pid) & stop == 0, "the main thread blocks SIGTERM/SIGINT"
+        open_to = [t for t in tids if t != pid and _blocked(pid, t) & stop != stop]
+        assert open_to == [], f"threads that take SIGTERM/SIGINT besides the main one: {open_to}"
+        srv.stop()
+        assert srv.proc.returncode == 0
+
+
 def test_refuses_new_connections_after_sigterm_and_exits():
     with running_server(name="sigterm2") as srv:
         srv.proc.send_signal(signal.SIGTERM)
