@@ -1671,7 +1671,8 @@ static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_
 			if (!v[i].flat) { /* a long leaf's previous record is beside its %meta */
 				struct stat st;
 				memcpy(w->path + pd, "/" PREV_NAME, sizeof("/" PREV_NAME));
-				prev = fstatat(w->d->root_fd, w->path, &st, AT_SYMLINK_NOFOLLOW) == 0;
+				prev = fstatat(w->d->root_fd, w->path, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+				       (errno != ENOENT && errno != ENOTDIR); /* unsure: say so */
 			}
 			e = w->fn(w->ctx, w->key, fk, false, w->rec.p, w->rec.len, prev);
 		} else {

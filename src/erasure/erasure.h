@@ -295,6 +295,9 @@ typedef struct cn_ec_heal_result {
 	int64_t bytes_written;
 	bool from_prev;          /* read through previous records (E15): some drives held the
 	                          * version only as their previous record */
+	uint64_t current_slots;  /* bit d: slot d answered and holds the version as its
+	                          * current record, or was rewritten so (offline slots and
+	                          * failed rewrites: not set) */
 } cn_ec_heal_result;
 cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vid, bool dry_run,
                   cn_ec_heal_result *res);
@@ -311,6 +314,8 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
  * folder must outlive its record (the caller drops it after the commit, C4). */
 void cn_ec_prev_keep(cn_ec_set *s, const char *vol, const char *key);
 void cn_ec_prev_drop(cn_ec_set *s, const char *vol, const char *key);
+/* The same on the slots whose bit is set (bit d: slot d), e.g. a heal's current_slots. */
+void cn_ec_prev_drop_slots(cn_ec_set *s, const char *vol, const char *key, uint64_t slots);
 
 /* --- versions ----------------------------------------------------------------------------
  * Noncurrent versions of a key (drive.h version_*): the current record is the one that

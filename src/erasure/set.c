@@ -2207,8 +2207,11 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 		}
 		free(tmp);
 	}
-	for (size_t d = 0; d < s->n; d++)
+	for (size_t d = 0; d < s->n; d++) {
 		nbad += bad[d];
+		if (D(s, d) && !r->offline[d] && !bad[d])
+			res->current_slots |= 1ull << d;
+	}
 	res->drives_bad = (unsigned)nbad;
 	if (e || nbad == 0 || dry_run) {
 		cn_ec_reader_close(r);
@@ -2316,6 +2319,7 @@ cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vi
 			res->drives_failed++;
 		} else {
 			res->drives_healed++;
+			res->current_slots |= 1ull << d;
 			res->bytes_written += is_inline ? (int64_t)slen[d]
 			                                : cn_codec_shard_file_size(r->c, r->block_size, m.size);
 			if (!vid && D(s, d)->ops->prev_drop) /* E15: not the rewritten record's */
@@ -2357,10 +2361,15 @@ void cn_ec_prev_keep(cn_ec_set *s, const char *vol, const char *key)
 
 void cn_ec_prev_drop(cn_ec_set *s, const char *vol, const char *key)
 {
+	cn_ec_prev_drop_slots(s, vol, key, ~0ull);
+}
+
+void cn_ec_prev_drop_slots(cn_ec_set *s, const char *vol, const char *key, uint64_t slots)
+{
 	if (!coded(s))
 		return;
 	for (size_t i = 0; i < s->n; i++)
-		if (D(s, i) && D(s, i)->ops->prev_drop)
+		if ((slots >> i & 1) && D(s, i) && D(s, i)->ops->prev_drop)
 			D(s, i)->ops->prev_drop(D(s, i), vol, key);
 }
 

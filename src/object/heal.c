@@ -23,9 +23,13 @@
  *  H8. A heal of everything first removes bucket folders too few drives hold to be a
  *      bucket (E11: deleted while those drives were away), under the namespace lock.
  *  H9. Previous records (set.c E15) a crash left over, or that a heal through them left
- *      on the drives whose current record already held the version, are dropped once the
- *      current version's heal left it on every drive it could write (none failed), under
- *      the key's lock and only while no commit of the key has kept its own (C7). The
+ *      on the drives whose current record already held the version, are dropped after a
+ *      heal of the current version, under the key's lock, only while no commit of the key
+ *      has kept its own (C7), and only on the drives that heal saw hold the version as
+ *      their current record or rewrote so (cn_ec_heal_result.current_slots): there the
+ *      previous record adds no vote for the version (a drive counts once), while a drive
+ *      that did not answer the heal's read, or whose rewrite failed, may still hold a
+ *      cut-short commit's record, and its previous record a vote for the version. The
  *      scanner finds them through the listing (cn_ec_meta.prev_seen), a queued heal
  *      through its read (cn_ec_heal_result.from_prev). Until then each listing confirms
  *      such a key with a quorum read. */
@@ -94,10 +98,10 @@ static cn_err heal_version(cn_obj_store *s, cn_ec_set *set, const char *bucket, 
 	cn_ec_heal_result res;
 	pthread_mutex_t *kl = lock_key(s, bucket, key);
 	cn_err e = cn_ec_heal(set, bucket, key, vid, dry_run, &res);
-	bool drop = !e && !vid && !dry_run && (prev_seen || res.from_prev) && !res.drives_failed &&
+	bool drop = !e && !vid && !dry_run && (prev_seen || res.from_prev) &&
 	            !cn_obj__prev_pending(s, bucket, key); /* H9 */
 	if (drop)
-		cn_ec_prev_drop(set, bucket, key);
+		cn_ec_prev_drop_slots(set, bucket, key, res.current_slots);
 	unlock_key(s, kl);
 	if (drop)
 		cn_log(CN_LOG_INFO, NULL, "heal: %s/%s: previous records removed", bucket, key);
