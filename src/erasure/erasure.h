@@ -18,6 +18,7 @@
 #define CN_EC_INLINE_CAP (1u << 20)   /* inline data in a record never exceeds this */
 #define CN_EC_BLOCK_SIZE (1u << 20)
 #define CN_EC_MAX_DRIVES 16
+_Static_assert(CN_EC_MAX_DRIVES <= 64, "slot masks (cn_ec_heal_result.current_slots) are 64 bits");
 #define CN_EC_MAX_META 1024           /* kv pairs in a record */
 #define CN_EC_MAX_PARTS 10000
 #define CN_EC_VERSION_ID_MAX 36

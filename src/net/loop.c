@@ -565,10 +565,7 @@ static bool linger(cn_net *n, cn_conn *c)
 
 static void *worker_main(void *arg)
 {
-	cn_net *n = arg;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	cn_net *n = arg; /* made by cn_thread_create: SIGTERM/SIGINT blocked */
 	for (;;) {
 		pthread_mutex_lock(&n->mu);
 		while (!n->qhead && !n->shutdown)

@@ -98,13 +98,14 @@ static cn_err heal_version(cn_obj_store *s, cn_ec_set *set, const char *bucket, 
 	cn_ec_heal_result res;
 	pthread_mutex_t *kl = lock_key(s, bucket, key);
 	cn_err e = cn_ec_heal(set, bucket, key, vid, dry_run, &res);
-	bool drop = !e && !vid && !dry_run && (prev_seen || res.from_prev) &&
+	bool drop = !e && !vid && !dry_run && (prev_seen || res.from_prev) && res.current_slots &&
 	            !cn_obj__prev_pending(s, bucket, key); /* H9 */
 	if (drop)
 		cn_ec_prev_drop_slots(set, bucket, key, res.current_slots);
 	unlock_key(s, kl);
 	if (drop)
-		cn_log(CN_LOG_INFO, NULL, "heal: %s/%s: previous records removed", bucket, key);
+		cn_log(CN_LOG_INFO, NULL, "heal: %s/%s: previous records removed from the drives holding "
+		       "the current version (slots 0x%llx)", bucket, key, (unsigned long long)res.current_slots);
 	if (e == CN_ERR_NO_KEY || e == CN_ERR_NO_BUCKET || e == CN_ERR_NO_VERSION)
 		return e; /* deleted meanwhile */
 	t->scanned++;
@@ -399,6 +400,19 @@ void cn_obj__heal_scan_now(cn_obj_store *s)
 	pthread_mutex_lock(&h->mu);
 	h->scan_now = true;
 	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+}
+
+void cn_obj__heal_queue_state(cn_obj_store *s, size_t *waiting, bool *stopping)
+{
+	cn_obj_healer *h = s->healer;
+	*waiting = 0;
+	*stopping = false;
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	*waiting = h->count;
+	*stopping = h->stop;
 	pthread_mutex_unlock(&h->mu);
 }
 

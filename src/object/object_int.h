@@ -169,6 +169,9 @@ void cn_obj__heal_enqueue(cn_obj_store *s, const cn_ec_reader *r);
 /* Starts a background scan now (a drive was formatted into its slot); no-op when the
  * scanner is off. */
 void cn_obj__heal_scan_now(cn_obj_store *s);
+/* For tests: the heals waiting in the queue (not the one in progress), and whether the
+ * healer was told to stop (cn_obj_store_close). Both 0/false without a healer. */
+void cn_obj__heal_queue_state(cn_obj_store *s, size_t *waiting, bool *stopping);
 
 /* C7 (object.c): a commit's previous records, from cn_obj__prev_keep to cn_obj__prev_drop:
  * the caller's storage, on its key lock's list meanwhile. */

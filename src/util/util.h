@@ -145,8 +145,10 @@ void cn_deadline_after_ms(int64_t ms, struct timespec *ts);
 /* The same on clock (CLOCK_MONOTONIC: a condition variable set to it). */
 void cn_deadline_on(int clock, int64_t ms, struct timespec *ts);
 
-/* pthread_create with every signal blocked in the new thread (it inherits the mask the
- * creating thread has during the call; the creator's own mask is restored after). Every
+/* pthread_create with every signal blocked in the new thread but those a fault raises
+ * (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT: blocked, a fault would kill
+ * the process without the sanitizers' report). The new thread inherits the mask the
+ * creating thread has during the call; the creator's own mask is restored after. Every
  * thread of the server is made so: SIGTERM and SIGINT reach only the main thread, whose
  * handler (cli/server.c) then never runs on a thread while the main thread frees what it
  * touches. Returns pthread_create's answer (0 or an errno value). */

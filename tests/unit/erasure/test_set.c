@@ -1505,6 +1505,43 @@ TEST(test_cut_short_first_commit_and_delete_read_as_missing)
 	free(p);
 }
 
+/* The slots a heal reports holding the version after it (cn_ec_heal_result.current_slots,
+ * which heal.c H9 drops previous records on): those seen holding it and those rewritten,
+ * not one whose rewrite failed (its record path a folder here: the read fails, and so
+ * does the rename over it; raw drives, no health wrapper to take it offline). */
+TEST(test_heal_reports_the_slots_that_hold_the_version)
+{
+	reset(true);
+	cn_ec_set *s = open_set(8, 2);
+	CHECK_EQ_INT(cn_ec_set_cache(s, 0), CN_OK);
+	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	unsigned char *p = pattern(3000, 44);
+	char cmd[600];
+	for (int inl = 0; inl < 2; inl++) {
+		cn_ec_heal_result res;
+		CHECK_EQ_INT(put(s, "h", p, 3000, inl), CN_OK);
+		CHECK_EQ_INT(cn_ec_heal(s, "bkt", "h", NULL, false, &res), CN_OK);
+		CHECK_EQ_INT(res.drives_bad, 0);
+		CHECK(res.current_slots == 0xff);
+		lose_key(2, "h");
+		lose_key(7, "h");
+		snprintf(cmd, sizeof cmd, "mkdir -p '%s/d7/bkt/%%m.h/in'", base);
+		CHECK(system(cmd) == 0);
+		CHECK_EQ_INT(cn_ec_heal(s, "bkt", "h", NULL, false, &res), CN_OK);
+		CHECK_EQ_INT(res.drives_bad, 2);
+		CHECK_EQ_INT(res.drives_healed, 1);
+		CHECK_EQ_INT(res.drives_failed, 1);
+		CHECK(res.current_slots == 0x7f);
+		CHECK(rec_on(2, "%m.h"));
+		lose_key(7, "h");
+		CHECK_EQ_INT(cn_ec_heal(s, "bkt", "h", NULL, false, &res), CN_OK);
+		CHECK(res.current_slots == 0xff && res.drives_healed == 1);
+		CHECK_EQ_INT(cn_ec_delete_meta(s, "bkt", "h"), CN_OK);
+	}
+	cn_ec_set_free(s);
+	free(p);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -1533,6 +1570,7 @@ int main(void)
 	RUN(test_cut_short_overwrite_reads_the_replaced_version);
 	RUN(test_walk_lists_what_reads_pick_after_a_cut_short_overwrite);
 	RUN(test_cut_short_first_commit_and_delete_read_as_missing);
+	RUN(test_heal_reports_the_slots_that_hold_the_version);
 	reset(false);
 	TEST_END();
 }

@@ -591,7 +591,14 @@ TEST(test_heal_queue_dropped_at_close)
 		nq += queued[i];
 		if (queued[i] && first < 0) {
 			first = i;
-			usleep(100000); /* the queue's thread takes it and waits */
+			size_t waiting = 1; /* until the queue's thread takes it (and waits) */
+			bool stopping;
+			for (int w = 0; w < 1000 && waiting; w++) {
+				cn_obj__heal_queue_state(s, &waiting, &stopping);
+				if (waiting)
+					usleep(5000);
+			}
+			CHECK_EQ_INT(waiting, 0);
 		}
 	}
 	CHECK(nq >= 2 && first >= 0);
@@ -602,9 +609,18 @@ TEST(test_heal_queue_dropped_at_close)
 	for (size_t i = 0; i < OBJ_KEY_LOCKS; i++) /* all but the one the heal waits for */
 		if (&s->key_locks[i] != kl)
 			CHECK_EQ_INT(pthread_mutex_unlock(&s->key_locks[i]), 0);
+	size_t waiting = 0;
+	bool stopping = false;
+	cn_obj__heal_queue_state(s, &waiting, &stopping);
+	CHECK_EQ_INT(waiting, (size_t)(nq - 1));
 	pthread_t t;
 	CHECK_EQ_INT(pthread_create(&t, NULL, close_store, s), 0);
-	usleep(200000); /* the close has told the healer to stop and waits for the first heal */
+	for (int w = 0; w < 1000 && !stopping; w++) { /* the close tells the healer to stop */
+		cn_obj__heal_queue_state(s, &waiting, &stopping); /* s lives: the close waits */
+		if (!stopping)
+			usleep(5000);
+	}
+	CHECK(stopping);
 	CHECK_EQ_INT(pthread_mutex_unlock(kl), 0); /* the last use of s: the close frees it */
 	pthread_join(t, NULL);
 	for (int i = 0; i < NK; i++) /* the first healed; the rest dropped, or never queued */
