@@ -53,6 +53,16 @@ static cn_ec_set *open_set(size_t n, unsigned m)
 	return s;
 }
 
+/* open_set without a record cache (the tests change records behind the set's back), with
+ * the bucket "bkt" made. */
+static cn_ec_set *open_uncached(size_t n, unsigned m)
+{
+	cn_ec_set *s = open_set(n, m);
+	CN_ASSERT(cn_ec_set_cache(s, 0) == CN_OK);
+	CN_ASSERT(cn_ec_make_vol(s, "bkt") == CN_OK);
+	return s;
+}
+
 static cn_err put(cn_ec_set *s, const char *key, const unsigned char *p, size_t len, bool inl)
 {
 	cn_ec_meta m;
@@ -748,9 +758,7 @@ TEST(test_read_across_a_commit_waits_for_it)
 TEST(test_reader_reads_its_version_after_an_overwrite)
 {
 	reset(true);
-	cn_ec_set *s = open_set(8, 2); /* K = 6: the open reads 6 records, 2 left unread */
-	CHECK_EQ_INT(cn_ec_set_cache(s, 0), CN_OK);
-	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	cn_ec_set *s = open_uncached(8, 2); /* K = 6: the open reads 6 records, 2 left unread */
 	size_t len = 300 * 1024;
 	unsigned char *a = pattern(len, 5), *b = pattern(len, 6);
 	CHECK_EQ_INT(put(s, "y", a, len, false), CN_OK);
@@ -1086,9 +1094,7 @@ TEST(test_orphan_data)
 {
 	unsigned char *p = pattern(300000, 4);
 	reset(true);
-	cn_ec_set *s = open_set(4, 2);
-	CHECK_EQ_INT(cn_ec_set_cache(s, 0), CN_OK);
-	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	cn_ec_set *s = open_uncached(4, 2);
 	char **ids;
 	size_t n;
 	CHECK_EQ_INT(cn_ec_orphan_data(s, "bkt", "k", &ids, &n), CN_OK); /* no such key */
@@ -1335,9 +1341,7 @@ TEST(test_cut_short_overwrite_reads_the_replaced_version)
 		const char *key = objs[o].key;
 		size_t len = objs[o].len;
 		reset(true);
-		cn_ec_set *s = open_set(8, 4); /* K = 4, write quorum 5 */
-		CHECK_EQ_INT(cn_ec_set_cache(s, 0), CN_OK); /* records change behind its back */
-		CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+		cn_ec_set *s = open_uncached(8, 4); /* K = 4, write quorum 5 */
 		put_mtime = 1000;
 		CHECK_EQ_INT(put(s, key, px, len, objs[o].inl), CN_OK); /* X */
 		for (size_t i = 0; i < 8; i++)
@@ -1443,9 +1447,7 @@ TEST(test_cut_short_overwrite_reads_the_replaced_version)
 TEST(test_walk_lists_what_reads_pick_after_a_cut_short_overwrite)
 {
 	reset(true);
-	cn_ec_set *s = open_set(8, 2);
-	CHECK_EQ_INT(cn_ec_set_cache(s, 0), CN_OK);
-	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	cn_ec_set *s = open_uncached(8, 2);
 	unsigned char *p = pattern(3000, 41);
 	CHECK_EQ_INT(put(s, "x", p, 3000, true), CN_OK); /* X */
 	for (size_t i = 0; i < 8; i++)
@@ -1474,9 +1476,7 @@ TEST(test_walk_lists_what_reads_pick_after_a_cut_short_overwrite)
 TEST(test_cut_short_first_commit_and_delete_read_as_missing)
 {
 	reset(true);
-	cn_ec_set *s = open_set(8, 2);
-	CHECK_EQ_INT(cn_ec_set_cache(s, 0), CN_OK);
-	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	cn_ec_set *s = open_uncached(8, 2);
 	unsigned char *p = pattern(3000, 43);
 	CHECK_EQ_INT(put(s, "n", p, 3000, true), CN_OK);
 	CHECK_EQ_INT(put(s, "d", p, 2000, true), CN_OK);
@@ -1512,9 +1512,7 @@ TEST(test_cut_short_first_commit_and_delete_read_as_missing)
 TEST(test_heal_reports_the_slots_that_hold_the_version)
 {
 	reset(true);
-	cn_ec_set *s = open_set(8, 2);
-	CHECK_EQ_INT(cn_ec_set_cache(s, 0), CN_OK);
-	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
+	cn_ec_set *s = open_uncached(8, 2);
 	unsigned char *p = pattern(3000, 44);
 	char cmd[600];
 	for (int inl = 0; inl < 2; inl++) {
