@@ -77,18 +77,18 @@
  *      reached W), where nothing is promised. One level deep: a commit over a version read
  *      this way heals it first (cn_ec_meta.from_prev; object.c C7), so cut-short commits
  *      of a key do not stack.
- *  E16. Commits rename records from slot 0 up, deletes (and E10's purges) remove them from
- *      slot n-1 down, and listings walk the last M+1 slots (E5 lets any M+1 do): a commit
- *      cut short has not reached the walked slots unless it reached all, and a delete (or
- *      purge) cut short has left them first, so a listing does not show a first commit
- *      that reads cannot return, nor keep showing a deleted key that reads call missing.
- *      Such a read: one version,
- *      held by fewer drives than its quorum even counting every drive that did not say
- *      what it holds, and no previous record anywhere (the last read of a split, after
- *      E15), answers CN_ERR_NO_KEY: E10 would remove it (an acknowledged version reached
- *      W >= K drives; losing it so takes more failures than parity). Before E16 a 16-drive
- *      set (K = W = 12) answered 503 for a first PUT cut short after 5-11 renames, forever,
- *      while listing it (durability.py --drives 16).
+ *  E16. Commits rename records from slot 0 up, deletes (and E10's purges) remove them
+ *      from slot n-1 down, and listings walk the last M+1 slots (E5 lets any M+1 do): a
+ *      commit cut short has not reached the walked slots unless it reached all, and a
+ *      delete (or purge) cut short has left them first, so a listing does not show a first
+ *      commit that reads cannot return, nor keep showing a deleted key that reads call
+ *      missing. Such a read: one version, held by fewer drives than its quorum even
+ *      counting every drive that did not say what it holds, and no previous record
+ *      anywhere (the last read of a split, after E15), answers CN_ERR_NO_KEY: E10 would
+ *      remove it (an acknowledged version reached W >= K drives; losing it so takes more
+ *      failures than parity). Before E16 a 16-drive set (K = W = 12) answered 503 for a
+ *      first PUT cut short after 5-11 renames, forever, while listing it (durability.py
+ *      --drives 16).
  *  E5, E6: listing (below, "merged walks"); E8: name lists (below, union_names); E9:
  *      buckets (cn_ec_list_vols). */
 #include "erasure/codec.h"
