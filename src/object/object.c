@@ -33,8 +33,8 @@
  *      drives than its quorum, and the previous records hold the version it replaced. A
  *      previous record left over (a crash between barrier and drop) is never counted
  *      while the current one is at quorum; the next overwrite of the key replaces it, a
- *      delete removes it, and so does a heal that finds the current version on every
- *      drive (heal.c H9). */
+ *      delete removes it, and a heal of the key removes it on the drives it saw holding
+ *      the current version (heal.c H9). */
 #include "object/object_int.h"
 
 #include <errno.h>
