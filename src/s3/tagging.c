@@ -639,6 +639,17 @@ void cn_s3_get_bucket_tagging(cn_s3_req *r)
 	cn_buf_fini(&b);
 }
 
+/* PutBucketTagging answers 204 No Content, as AWS S3 does; MinIO answers 200, and MinIO's
+ * SDKs were written against that: minio-js 8 (setBucketTagging) takes any other status for
+ * an error, and so fails against AWS S3 as well. A request from one of MinIO's SDKs (their
+ * User-Agent starts "MinIO (", e.g. "MinIO (linux; x64) minio-js/8.0.7") gets MinIO's 200;
+ * every other client AWS's 204 (tests/integration/js/minio.test.mjs, test_tagging.py). */
+static bool from_minio_sdk(cn_s3_req *r)
+{
+	const char *ua = cn_s3_header(r, "user-agent");
+	return ua && strncmp(ua, "MinIO (", 7) == 0;
+}
+
 void cn_s3_put_bucket_tagging(cn_s3_req *r)
 {
 	const char *canon;
@@ -653,7 +664,7 @@ void cn_s3_put_bucket_tagging(cn_s3_req *r)
 	if (e != CN_OK)
 		cn_s3_error_from(r, e);
 	else
-		cn_s3_send_empty(r, 204);
+		cn_s3_send_empty(r, from_minio_sdk(r) ? 200 : 204);
 }
 
 void cn_s3_delete_bucket_tagging(cn_s3_req *r)

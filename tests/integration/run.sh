@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # run.sh: cairn's whole integration suite, in order — boto3/pytest (test_*.py), the kill -9
 # durability test, the command-line clients (clients.sh: aws cli, s3cmd, rclone) and the AWS
-# SDK for JavaScript v3 (js/, node --test). Every part runs even when an earlier one failed;
-# a summary follows and the exit status is non-zero when anything failed.
+# SDK for JavaScript v3 and MinIO's JavaScript SDK (js/, node --test). Every part runs even
+# when an earlier one failed; a summary follows and the exit status is non-zero when
+# anything failed.
 #
 # Usage: tests/integration/run.sh [pytest args...]      e.g. run.sh -k listing
 #   CAIRN_BIN   the server binary (default build/cairn)
@@ -87,10 +88,10 @@ if want clients; then
 fi
 
 if want js; then
-	echo "=== @aws-sdk/client-s3 (node $(node --version 2>/dev/null || echo missing))"
+	echo "=== @aws-sdk/client-s3 and minio-js (node $(node --version 2>/dev/null || echo missing))"
 	t=$SECONDS
 	rc=0
-	if [ ! -d "$HERE/js/node_modules/@aws-sdk/client-s3" ]; then
+	if [ ! -d "$HERE/js/node_modules/@aws-sdk/client-s3" ] || [ ! -d "$HERE/js/node_modules/minio" ]; then
 		(cd "$HERE/js" && timeout 600 npm ci --no-audit --no-fund --loglevel=error) || rc=$?
 	fi
 	if [ $rc -eq 0 ]; then

@@ -353,6 +353,22 @@ def test_multipart_upload_keeps_tagging(s3, bucket):
 
 # --- bucket tagging ------------------------------------------------------------------------------
 
+def test_put_bucket_tagging_status_by_client(s3, bucket, server):
+    """AWS S3 answers PutBucketTagging 204; MinIO 200, which MinIO's SDKs (User-Agent
+    "MinIO (...) minio-js/..." and the like) require. Other clients get AWS's 204."""
+    body = xml_tagging([("k", "v")])
+    for ua, status in [(None, 204), ("aws-cli/2.9.19 Python/3.11.2", 204),
+                       ("MinIO (linux; x64) minio-js/8.0.7", 200),
+                       ("MinIO (linux; amd64) minio-go/v7.0.90", 200), ("minio (lowercase)", 204)]:
+        headers = {"Content-MD5": md5_b64(body)}
+        if ua:
+            headers["User-Agent"] = ua
+        r = raw(server, "PUT", f"/{bucket}", query="tagging", body=body, headers=headers)
+        assert r.status == status, (ua, r)
+        assert s3.get_bucket_tagging(Bucket=bucket)["TagSet"] == [{"Key": "k", "Value": "v"}]
+        s3.delete_bucket_tagging(Bucket=bucket)
+
+
 def test_bucket_tagging_round_trip(s3, bucket):
     with pytest.raises(ClientError) as ei:
         s3.get_bucket_tagging(Bucket=bucket)

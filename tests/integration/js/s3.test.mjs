@@ -1,66 +1,31 @@
 // cairn driven by @aws-sdk/client-s3 v3 with its DEFAULT settings (flexible checksums: CRC32
 // computed and sent, in aws-chunked bodies with trailers for streams) except forcePathStyle.
-// Starts its own server (CAIRN_BIN, default build/cairn) on 127.0.0.1 with a random port and
-// a fresh folder, and kills it at the end. Run: node --test (from this folder).
+// Starts its own server (server.mjs: CAIRN_BIN, default build/cairn, on 127.0.0.1 with a
+// random port and a fresh folder) and stops it at the end. Run: node --test (from this folder).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync, createReadStream, readFileSync, existsSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, dirname, resolve } from "node:path";
+import { writeFileSync, createReadStream } from "node:fs";
+import { join } from "node:path";
 import { Readable } from "node:stream";
-import { fileURLToPath } from "node:url";
 import {
   S3Client, CreateBucketCommand, HeadBucketCommand, ListBucketsCommand, DeleteBucketCommand,
   PutObjectCommand, GetObjectCommand, HeadObjectCommand, DeleteObjectCommand, DeleteObjectsCommand,
   CopyObjectCommand, ListObjectsV2Command, ListObjectsCommand, GetBucketLocationCommand,
 } from "@aws-sdk/client-s3";
+import { startCairn, withLogTail, ACCESS, SECRET } from "./server.mjs";
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const CAIRN_BIN = resolve(process.env.CAIRN_BIN || join(HERE, "..", "..", "..", "build", "cairn"));
-const ACCESS = "cairnadmin";
-const SECRET = "cairnsecret123";
 const MiB = 1024 * 1024;
 
-let proc, port, root, s3, log = "";
+let srv, s3;
 const B = "js-bucket";
 
 const md5 = (buf) => createHash("md5").update(buf).digest("hex");
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function startServer() {
-  if (!existsSync(CAIRN_BIN)) throw new Error(`cairn binary not found: ${CAIRN_BIN}`);
-  root = mkdtempSync(join(tmpdir(), "cairn-js-"));
-  for (let attempt = 0; attempt < 8; attempt++) {
-    port = 9400 + Math.floor(Math.random() * 200);
-    log = "";
-    proc = spawn(CAIRN_BIN, ["server", join(root, "data"), "--address", `127.0.0.1:${port}`], {
-      env: { ...process.env, CAIRN_ROOT_USER: ACCESS, CAIRN_ROOT_PASSWORD: SECRET },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    proc.stdout.on("data", (d) => { log += d; });
-    proc.stderr.on("data", (d) => { log += d; });
-    let exited = false;
-    proc.on("exit", () => { exited = true; });
-    const deadline = Date.now() + 20000;
-    while (Date.now() < deadline && !exited) {
-      try {
-        const r = await fetch(`http://127.0.0.1:${port}/minio/health/live`);
-        if (r.status === 200) return;
-      } catch { /* not yet */ }
-      await sleep(50);
-    }
-    if (!exited) { proc.kill("SIGKILL"); throw new Error(`cairn did not start:\n${log}`); }
-    if (!/in use/i.test(log)) throw new Error(`cairn exited at start:\n${log}`);
-  }
-  throw new Error("no free port");
-}
 
 before(async () => {
-  await startServer();
+  srv = await startCairn();
   s3 = new S3Client({
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint: `http://127.0.0.1:${srv.port}`,
     region: "us-east-1",
     forcePathStyle: true,
     credentials: { accessKeyId: ACCESS, secretAccessKey: SECRET },
@@ -71,25 +36,10 @@ before(async () => {
 
 after(async () => {
   if (s3) s3.destroy();
-  if (proc && proc.exitCode === null) {
-    proc.kill("SIGTERM");
-    const t = Date.now();
-    while (proc.exitCode === null && Date.now() - t < 5000) await sleep(50);
-    if (proc.exitCode === null) proc.kill("SIGKILL");
-  }
-  if (root) rmSync(root, { recursive: true, force: true });
+  if (srv) await srv.stop();
 });
 
-function dumpLogOnFailure(fn) {
-  return async (t) => {
-    try {
-      await fn(t);
-    } catch (e) {
-      e.message += `\n--- cairn log tail ---\n${log.split("\n").slice(-25).join("\n")}`;
-      throw e;
-    }
-  };
-}
+const dumpLogOnFailure = (fn) => withLogTail(() => srv, fn);
 
 async function body(resp) {
   return Buffer.from(await resp.Body.transformToByteArray());
@@ -131,7 +81,7 @@ test("put Buffer (sizes around internal limits)", dumpLogOnFailure(async () => {
 
 test("put a 10 MiB file stream (default checksum, aws-chunked)", dumpLogOnFailure(async () => {
   const buf = randomBytes(10 * MiB);
-  const file = join(root, "ten.bin");
+  const file = join(srv.root, "ten.bin");
   writeFileSync(file, buf);
   const r = await s3.send(new PutObjectCommand({ Bucket: B, Key: "stream/file-10m", Body: createReadStream(file) }));
   assert.equal(r.ETag, `"${md5(buf)}"`);
