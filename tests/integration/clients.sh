@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # clients.sh: cairn driven by the command-line S3 clients users own — the aws cli (s3 and
-# s3api), s3cmd and rclone — each against a fresh server on 127.0.0.1 with non-default
-# credentials. Every step checks its result; the script stops at the first failure with a
+# s3api), s3cmd, rclone and restic (backups through MinIO's Go SDK: init, two snapshots,
+# check --read-data, restore compared, forget --prune) — against a fresh server on
+# 127.0.0.1 with non-default credentials. Every step checks its result; the script stops at the first failure with a
 # message naming the step, and prints the server's log tail. Multipart: every client's
 # threshold is lowered to 5-8 MiB and big.bin (12 MiB + 5) goes up in 5 MiB parts.
 #
 # Usage: tests/integration/clients.sh          (CAIRN_BIN selects the binary)
-# Needs: aws (awscli), s3cmd, rclone, /usr/bin/python3, cmp, diff, md5sum (coreutils, diffutils).
+# Needs: aws (awscli), s3cmd, rclone, restic, /usr/bin/python3, cmp, diff, md5sum (coreutils,
+# diffutils).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -80,7 +82,7 @@ same_file() {
 }
 
 [ -x "$CAIRN_BIN" ] || { echo "cairn binary not found: $CAIRN_BIN" >&2; exit 2; }
-for tool in s3cmd rclone; do
+for tool in s3cmd rclone restic; do
 	command -v $tool >/dev/null || { echo "missing client: $tool" >&2; exit 2; }
 done
 AWS=$(command -v aws || true)
@@ -308,6 +310,31 @@ step "rclone ls empty" "${R[@]}" ls "cairn:$B"
 step "rclone rmdir" "${R[@]}" rmdir "cairn:$B"
 step "rclone lsd without bucket" "${R[@]}" lsd cairn:
 expect_not_in "$B"
+
+# --- restic (a backup tool on MinIO's Go SDK, minio-go) ----------------------------------------
+echo "== restic ($(restic version 2>/dev/null | head -n1))"
+RS=(env AWS_ACCESS_KEY_ID=$ACCESS AWS_SECRET_ACCESS_KEY=$SECRET RESTIC_PASSWORD=cairn-restic-pw
+	RESTIC_REPOSITORY=s3:$ENDPOINT/restic-repo RESTIC_CACHE_DIR=$WORK/restic-cache restic)
+step "restic init" "${RS[@]}" init
+expect_in "created restic repository"
+cp -r "$SRC" "$WORK/src2"
+step "restic backup" "${RS[@]}" backup "$WORK/src2"
+expect_in "snapshot"
+echo "changed for the second snapshot" >>"$WORK/src2/tree/a.txt"
+step "restic backup (second)" "${RS[@]}" backup "$WORK/src2"
+step "restic snapshots" "${RS[@]}" snapshots --json
+[ "$($PY -c 'import json,sys; print(len(json.load(sys.stdin)))' <<<"$LAST_OUT")" = 2 ] || fail "restic lists not 2 snapshots: $LAST_OUT"
+step "restic ls latest" "${RS[@]}" ls latest
+expect_in "日本.txt"
+step "restic check --read-data" "${RS[@]}" check --read-data
+expect_in "no errors were found"
+step "restic restore" "${RS[@]}" restore latest --target "$WORK/restic-out"
+step "restic restore identical" diff -r "$WORK/src2" "$WORK/restic-out$WORK/src2"
+step "restic forget --prune" "${RS[@]}" forget --keep-last 1 --prune
+step "restic snapshots after forget" "${RS[@]}" snapshots --json
+[ "$($PY -c 'import json,sys; print(len(json.load(sys.stdin)))' <<<"$LAST_OUT")" = 1 ] || fail "restic lists not 1 snapshot: $LAST_OUT"
+step "restic check after prune" "${RS[@]}" check --read-data
+expect_in "no errors were found"
 
 # --- old clients: s3cmd with SigV2 ----------------------------------------------------------
 echo "== s3cmd with signature_v2 = True"

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # run.sh: cairn's whole integration suite, in order — boto3/pytest (test_*.py), the kill -9
-# durability test, the command-line clients (clients.sh: aws cli, s3cmd, rclone) and the AWS
-# SDK for JavaScript v3 and MinIO's JavaScript SDK (js/, node --test). Every part runs even
-# when an earlier one failed; a summary follows and the exit status is non-zero when
-# anything failed.
+# durability test, the command-line clients (clients.sh: aws cli, s3cmd, rclone, restic)
+# and the AWS SDK for JavaScript v3 and MinIO's JavaScript SDK (js/, node --test). Every
+# part runs even when an earlier one failed; a summary follows and the exit status is
+# non-zero when anything failed.
 #
 # Usage: tests/integration/run.sh [pytest args...]      e.g. run.sh -k listing
 #   CAIRN_BIN   the server binary (default build/cairn)
 #   ONLY        a subset, space separated: "pytest pytest-ec durability clients js"
 #               (pytest-ec: the same pytest suite with its default server over 4 drives,
 #               one erasure set EC:2 — every S3 API over the erasure-coded path)
-# Needs (Debian): python3-boto3 python3-pytest awscli s3cmd rclone nodejs npm; the npm
+# Needs (Debian): python3-boto3 python3-pytest awscli s3cmd rclone restic nodejs npm; the npm
 # packages of js/package-lock.json are installed here with `npm ci` when js/node_modules is
 # missing.
 set -uo pipefail
