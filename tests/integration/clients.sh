@@ -2,9 +2,10 @@
 # clients.sh: cairn driven by the command-line S3 clients users own — the aws cli (s3 and
 # s3api), s3cmd, rclone and restic (backups through MinIO's Go SDK: init, two snapshots,
 # check --read-data, restore compared, forget --prune) — against a fresh server on
-# 127.0.0.1 with non-default credentials. Every step checks its result; the script stops at the first failure with a
-# message naming the step, and prints the server's log tail. Multipart: every client's
-# threshold is lowered to 5-8 MiB and big.bin (12 MiB + 5) goes up in 5 MiB parts.
+# 127.0.0.1 with non-default credentials. Every step checks its result; the script stops
+# at the first failure with a message naming the step, and prints the server's log tail.
+# Multipart: every client's threshold is lowered to 5-8 MiB and big.bin (12 MiB + 5) goes
+# up in 5 MiB parts.
 #
 # Usage: tests/integration/clients.sh          (CAIRN_BIN selects the binary)
 # Needs: aws (awscli), s3cmd, rclone, restic, /usr/bin/python3, cmp, diff, md5sum (coreutils,
