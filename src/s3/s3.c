@@ -584,6 +584,25 @@ static const char *lookup_secret(void *ctx, cn_str access_key)
 	return NULL;
 }
 
+const char *cn_s3_secret_for(cn_s3_req *r, const char *access_key)
+{
+	return lookup_secret(r->srv, cn_str_c(access_key));
+}
+
+/* A browser form upload (PostObject): POST to the bucket itself, no query, a
+ * multipart/form-data body and no Authorization header. Its form carries its own
+ * signature (the policy's), checked by the handler. */
+static bool is_browser_post(const cn_s3_req *r)
+{
+	const cn_http_req *h = r->h;
+	if (!cn_str_eq_c(h->method, "POST") || !r->bucket[0] || r->key[0] || r->nquery)
+		return false;
+	if (cn_http_req_header(h, "authorization"))
+		return false;
+	const cn_str *ct = cn_http_req_header(h, "content-type");
+	return ct && ct->len >= 19 && strncasecmp(ct->p, "multipart/form-data", 19) == 0;
+}
+
 /* Sub-resources of S3 that cairn does not implement yet: answered 501. */
 static const char *const unimplemented_subresources[] = {
 	"accelerate", "analytics", "attributes", "cors", "encryption", "intelligent-tiering",
@@ -690,8 +709,10 @@ static void route(cn_s3_req *r)
 			CALL(CN_S3_API_deletebucket, cn_s3_delete_bucket);
 		else if (post && cn_s3_query(r, "delete"))
 			CALL(CN_S3_API_deletemultipleobjects, cn_s3_delete_objects);
+		else if (post && r->browser_post)
+			CALL(CN_S3_API_postpolicybucket, cn_s3_post_object);
 		else if (post)
-			not_implemented(r, "POST object upload (browser form)");
+			cn_s3_error(r, CN_S3_MalformedPOSTRequest, NULL);
 		else
 			cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
 		return;
@@ -820,7 +841,8 @@ void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x)
 			.max_skew_ms = 15 * 60 * 1000,
 			.vhost_bucket = r.vhost ? r.bucket : NULL,
 		};
-		cn_auth_err ae = cn_auth_check(&ac, h, cn_now_ms(), &r.auth);
+		r.browser_post = is_browser_post(&r);
+		cn_auth_err ae = r.browser_post ? CN_AUTH_OK : cn_auth_check(&ac, h, cn_now_ms(), &r.auth);
 		if (ae != CN_AUTH_OK) {
 			rejected_auth = true;
 			cn_s3_error(&r, auth_code(ae), auth_message(ae, &r.auth));

@@ -33,7 +33,7 @@ typedef enum cn_s3_code {
 	X(deletemultipleobjects) X(getobjecttagging) X(putobjecttagging) X(deleteobjecttagging)   \
 	X(newmultipartupload) X(putobjectpart) X(copyobjectpart) X(completemultipartupload)       \
 	X(abortmultipartupload) X(listobjectparts) X(getobjectacl) X(putobjectacl) X(getobject)   \
-	X(headobject) X(putobject) X(copyobject) X(deleteobject) X(admin)
+	X(headobject) X(putobject) X(copyobject) X(deleteobject) X(postpolicybucket) X(admin)
 typedef enum cn_s3_api {
 #define X(name) CN_S3_API_##name,
 	CN_S3_APIS(X)
@@ -86,6 +86,9 @@ typedef struct cn_s3_req {
 	cn_auth_result auth;
 	bool head;             /* HEAD request: the exchange swallows body bytes */
 	bool vhost;            /* the bucket came from the Host header (--domain) */
+	bool browser_post;     /* a form POST to the bucket (PostObject): not authenticated
+	                          by the router; its policy's signature is checked by
+	                          cn_s3_post_object (s3/post.c) */
 	cn_s3_api api;         /* set by the router before the handler (metrics) */
 	/* The request payload: HTTP framing removed, aws-chunked decoded and every chunk
 	 * signature checked, x-amz-content-sha256 verified at EOF. Reading it past a failure
@@ -108,6 +111,8 @@ void cn_s3_req_init(cn_s3_req *r, cn_s3_server *s, cn_http_exchange *x);
 
 /* Decoded query parameter, or NULL when absent. */
 const char *cn_s3_query(const cn_s3_req *r, const char *name);
+/* The secret key of an access key, or NULL when unknown (the server's credentials). */
+const char *cn_s3_secret_for(cn_s3_req *r, const char *access_key);
 /* Request header as a NUL-terminated arena copy, or NULL when absent. */
 const char *cn_s3_header(cn_s3_req *r, const char *name);
 /* Arena allocation freed when the request ends (never NULL: aborts on OOM, small sizes only). */
@@ -215,6 +220,7 @@ void cn_s3_delete_objects(cn_s3_req *r); /* POST ?delete */
 void cn_s3_put_object(cn_s3_req *r);     /* also CopyObject when x-amz-copy-source */
 void cn_s3_get_object(cn_s3_req *r);     /* GET and HEAD */
 void cn_s3_delete_object(cn_s3_req *r);
+void cn_s3_post_object(cn_s3_req *r);    /* POST bucket, multipart/form-data (s3/post.c) */
 /* multipart (src/s3/multipart.c) */
 void cn_s3_create_multipart(cn_s3_req *r);       /* POST ?uploads */
 void cn_s3_upload_part(cn_s3_req *r);            /* PUT ?partNumber&uploadId, also UploadPartCopy */

@@ -2,7 +2,8 @@
 // application drives it: no region given (the client asks GetBucketLocation first), signed
 // payloads (x-amz-content-sha256 of the body), its multipart uploader (part size lowered to
 // 5 MiB so 11-12 MiB bodies go up in parts), composeObject (UploadPartCopy), presigned URLs
-// fetched with node's own fetch, tagging, versioning. Every object is read back and compared.
+// fetched with node's own fetch, a presigned POST policy (browser form upload), tagging,
+// versioning. Every object is read back and compared.
 // Starts its own server (server.mjs) and stops it at the end. Run: node --test (this folder).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -214,6 +215,34 @@ it("presigned GET (with a response header override) and PUT URLs; an expired one
   const e = await fetch(short);
   assert.equal(e.status, 403);
   assert.match(await e.text(), /<Code>AccessDenied<\/Code>[\s\S]*expired/i);
+});
+
+it("presignedPostPolicy: a browser form upload (PostObject) with conditions", async () => {
+  const policy = mc.newPostPolicy();
+  policy.setBucket(B);
+  policy.setKey("post/form.txt");
+  policy.setExpires(new Date(Date.now() + 10 * 60 * 1000));
+  policy.setContentType("text/plain");
+  policy.setContentLengthRange(1, 64 * 1024);
+  policy.setUserMetaData({ via: "form" });
+  const { postURL, formData } = await mc.presignedPostPolicy(policy);
+  const send = async (bytes) => {
+    const fd = new FormData();
+    for (const [k, v] of Object.entries(formData)) fd.append(k, v);
+    fd.append("file", new Blob([bytes]), "form.txt");
+    return fetch(postURL, { method: "POST", body: fd });
+  };
+  const body = Buffer.from("posted from a form\r\n--not a boundary\r\n");
+  const ok = await send(body);
+  assert.equal(ok.status, 204, await ok.text());
+  assert.equal(ok.headers.get("etag"), `"${md5(body)}"`);
+  assert.ok((await readAll(await mc.getObject(B, "post/form.txt"))).equals(body));
+  const st = await mc.statObject(B, "post/form.txt");
+  assert.equal(st.metaData["content-type"], "text/plain");
+  assert.equal(st.metaData.via, "form");
+  const big = await send(randomBytes(64 * 1024 + 1));
+  assert.equal(big.status, 400);
+  assert.match(await big.text(), /<Code>EntityTooLarge<\/Code>/);
 });
 
 it("object and bucket tagging: set, get, remove", async () => {
