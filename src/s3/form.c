@@ -75,6 +75,11 @@ bool cn_form_boundary(cn_str ct, char out[CN_FORM_MAX_BOUNDARY + 1])
 		if (nl == 8 && strncasecmp(ct.p + ns, "boundary", 8) == 0) {
 			if (too_long || n == 0)
 				return false;
+			/* out is a C string: a NUL would cut the boundary short (to "" even); no
+			 * control character is a boundary character (RFC 2046 bchars) */
+			for (size_t k = 0; k < n; k++)
+				if ((unsigned char)val[k] < 0x20 || val[k] == 0x7f)
+					return false;
 			memcpy(out, val, n);
 			out[n] = 0;
 			return true;
@@ -235,6 +240,11 @@ static char *disp_param(const char *p, size_t len, const char *name, cn_err *err
 		}
 		if (v) {
 			v[n] = 0;
+			if (strlen(v) != n) { /* a NUL inside: "file\0x" would read as "file" */
+				free(v);
+				*err = CN_ERR_INVALID;
+				return NULL;
+			}
 			return v;
 		}
 	}
@@ -398,7 +408,10 @@ cn_err cn_form_open(cn_form *f, cn_reader *body, const char *boundary, size_t ma
 				hend += 2; /* keep the last header's CRLF out, skip the blank line below */
 				break;
 			}
-			if (f->end - f->beg > MAX_PART_HEADERS)
+			/* no blank line in n unread bytes: it starts at n - 3 or later, so the block
+			 * (hend) is at least n - 1 bytes; over the limit only when n > MAX + 1 (a
+			 * smaller n would refuse a block of exactly MAX depending on the reads) */
+			if (f->end - f->beg > MAX_PART_HEADERS + 1)
 				return CN_ERR_TOO_LARGE;
 			ssize_t r = fill(f);
 			if (r < 0)

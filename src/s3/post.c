@@ -6,22 +6,30 @@
  * hex HMAC-SHA256 of the base64 policy under the credential scope's signing key) or SigV2
  * (AWSAccessKeyId, signature: base64 HMAC-SHA1 of the base64 policy). As AWS S3:
  *   - the policy must not have expired; every condition must hold ({"field": "value"} and
- *     ["eq", "$field", "value"] exact, ["starts-with", "$field", "prefix"],
- *     ["content-length-range", min, max] on the file's size); field names compare
- *     case-insensitively; $bucket is the bucket posted to;
+ *     ["eq", "$field", "value"] exact, ["starts-with", "$field", "prefix"] (on
+ *     Content-Type every entry of a comma-separated list), ["content-length-range", min,
+ *     max] on the file's size, all of them when several); field names compare
+ *     case-insensitively; $bucket is the bucket posted to; the first field of a name is
+ *     the one that counts, everywhere;
  *   - every form field except policy, the signature fields, file and x-ignore-* must be
  *     named by a condition ("Extra input fields");
  *   - `key` is required; "${filename}" in it becomes the file part's filename;
- *   - Content-Type, Cache-Control, Content-Disposition, Content-Encoding, Expires,
- *     x-amz-meta-*, x-amz-storage-class and tagging (XML) fields become the object's;
+ *   - the fields a PutObject takes as headers act the same: Content-Type (only the field:
+ *     the file part's own Content-Type header is ignored, as AWS does, since no policy
+ *     covers it), Cache-Control, Content-Disposition, Content-Encoding, Content-Language,
+ *     Expires, x-amz-website-redirect-location, x-amz-meta-* (token names, values without
+ *     control characters), x-amz-storage-class and tagging (XML) are stored; Content-MD5
+ *     and x-amz-checksum-* are verified; x-amz-server-side-encryption* answers 501;
  *   - success_action_redirect (or redirect) answers 303 to that URL with bucket, key and
  *     etag appended; else success_action_status 200 or 201 (an XML PostResponse), 204 by
- *     default.
- * An unsigned form (no policy) is refused: cairn has no bucket policies to allow it.
+ *     default; Location is the object's absolute URL.
+ * An unsigned form (no policy) is refused: cairn has no bucket policies to allow it. The
+ * fields before the file, read before any signature is checked, must arrive within
+ * PRE_DATA_MS (RequestTimeout), so an unauthenticated drip cannot hold a worker for long.
  * Errors: MalformedPOSTRequest (not multipart/form-data), MaxPostPreDataLengthExceeded
  * (fields before the file over 20 KiB), IncorrectNumberOfFilesInPostRequest (no file),
  * InvalidPolicyDocument, AccessDenied ("Invalid according to Policy: ..."),
- * SignatureDoesNotMatch, InvalidAccessKeyId, EntityTooSmall/EntityTooLarge. */
+ * SignatureDoesNotMatch, InvalidAccessKeyId, EntityTooSmall/EntityTooLarge, BadDigest. */
 #include "s3/form.h"
 #include "s3/s3_int.h"
 
@@ -87,6 +95,24 @@ static const char *cond_value(cn_s3_req *r, const cn_form *f, const char *name, 
 	return fl ? fl->value : NULL;
 }
 
+/* starts-with on Content-Type: a comma-separated list matches only when every entry does
+ * (AWS: "Matching Content-Types in a Comma-Separated List"), so "image/png,text/html"
+ * does not pass a policy meant for images. */
+static bool every_entry_starts_with(const char *v, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	for (;;) {
+		while (*v == ' ' || *v == '\t')
+			v++;
+		if (strncmp(v, prefix, pl))
+			return false;
+		v = strchr(v, ',');
+		if (!v)
+			return true;
+		v++;
+	}
+}
+
 typedef struct policy_result {
 	bool have_range;
 	int64_t min, max;
@@ -146,9 +172,11 @@ static bool check_policy(cn_s3_req *r, const cn_form *f, const char *json, size_
 				if (!json_is_integer(a) || !json_is_integer(b) || json_integer_value(a) < 0 ||
 				    json_integer_value(b) < json_integer_value(a))
 					goto bad_cond;
+				int64_t lo = json_integer_value(a), hi = json_integer_value(b);
+				/* every range must hold: their intersection */
+				pr->min = pr->have_range && pr->min > lo ? pr->min : lo;
+				pr->max = pr->have_range && pr->max < hi ? pr->max : hi;
 				pr->have_range = true;
-				pr->min = json_integer_value(a);
-				pr->max = json_integer_value(b);
 				continue;
 			}
 			json_t *n = json_array_get(c, 1), *v = json_array_get(c, 2);
@@ -168,6 +196,8 @@ static bool check_policy(cn_s3_req *r, const cn_form *f, const char *json, size_
 		bool pass;
 		if (!strcasecmp(op, "eq"))
 			pass = got && !strcmp(got, want);
+		else if (!strcasecmp(name, "content-type"))
+			pass = got && every_entry_starts_with(got, want);
 		else
 			pass = got && !strncmp(got, want, strlen(want));
 		if (!pass) {
@@ -277,12 +307,38 @@ static bool check_signature(cn_s3_req *r, const cn_form *f, const char *policy)
 	return false;
 }
 
-/* The object's metadata from the form (names lowercased; arena strings). Returns false
- * after sending an error. */
-static bool form_meta(cn_s3_req *r, const cn_form *f, cn_kv **out, size_t *nout)
+/* A value that becomes a response header: no control bytes but tab (as http/parse.c
+ * accepts field values), no NUL. */
+static bool header_value_ok(const cn_form_field *fl)
+{
+	for (size_t i = 0; i < fl->len; i++) {
+		unsigned char c = (unsigned char)fl->value[i];
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return false;
+	}
+	return true;
+}
+
+/* RFC 9110 token characters, for x-amz-meta-* names. */
+static bool token_ok(const char *s)
+{
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      strchr("!#$%&'*+-.^_`|~", *s)))
+			return false;
+	return true;
+}
+
+/* The object's metadata from the form (names lowercased; arena strings), and the checks a
+ * PutObject makes from the same headers: Content-MD5 and x-amz-checksum-* (verified by
+ * the seal through c), server-side encryption (501). The file part's own Content-Type
+ * header is ignored, as AWS S3 does: only a Content-Type field, which the policy must
+ * name, sets the type. Returns false after sending an error. */
+static bool form_meta(cn_s3_req *r, const cn_form *f, cn_s3_put_ctx *c, cn_kv **out, size_t *nout)
 {
 	static const char *const sys[] = { "content-type", "cache-control", "content-disposition",
-	                                   "content-encoding", "expires" };
+	                                   "content-encoding", "content-language", "expires",
+	                                   "x-amz-website-redirect-location" };
 	cn_kv *v = cn_s3_alloc(r, (f->nfields + 3) * sizeof *v);
 	size_t n = 0, user = 0;
 
@@ -292,8 +348,46 @@ static bool form_meta(cn_s3_req *r, const cn_form *f, cn_kv **out, size_t *nout)
 		char *ln = cn_s3_strndup(r, fl->name, nl);
 		for (size_t k = 0; k < nl; k++)
 			ln[k] = (char)(ln[k] >= 'A' && ln[k] <= 'Z' ? ln[k] + 32 : ln[k]);
+		if (!strncmp(ln, "x-amz-server-side-encryption", 28)) {
+			cn_s3_error(r, CN_S3_NotImplemented, "Server-side encryption is not implemented.");
+			return false;
+		}
+		if (!strcmp(ln, "content-md5")) {
+			unsigned char tmp[20];
+			size_t dn = 0;
+			if (c->have_md5 || fl->len != 24 ||
+			    cn_base64_decode(cn_str_c(fl->value), tmp, sizeof tmp, &dn) != CN_OK || dn != 16) {
+				cn_s3_error(r, CN_S3_InvalidDigest, NULL);
+				return false;
+			}
+			memcpy(c->md5, tmp, 16);
+			c->have_md5 = true;
+			continue;
+		}
+		cn_cksum_algo algo = cn_cksum_from_header(cn_str_c(ln));
+		if (algo != CN_CKSUM_NONE) {
+			if (c->ck.algo != CN_CKSUM_NONE) {
+				cn_s3_error(r, CN_S3_InvalidRequest,
+				            "Expecting a single x-amz-checksum- field. Multiple checksum Types are not allowed.");
+				return false;
+			}
+			if (cn_cksum_decode(algo, cn_str_c(fl->value), c->expected) != CN_OK) {
+				cn_s3_error(r, CN_S3_InvalidRequest, "Value for the checksum field is invalid.");
+				return false;
+			}
+			if (cn_cksum_init(&c->ck, algo) != CN_OK) {
+				cn_s3_error_from(r, CN_ERR_NOMEM);
+				return false;
+			}
+			c->have_expected = true;
+			continue;
+		}
 		bool keep = !strncmp(ln, "x-amz-meta-", 11) && nl > 11;
 		if (keep) {
+			if (!token_ok(ln + 11)) {
+				cn_s3_error(r, CN_S3_InvalidArgument, "Invalid metadata name in the form.");
+				return false;
+			}
 			user += nl - 11 + fl->len;
 			if (user > MAX_USER_META) {
 				cn_s3_error(r, CN_S3_MetadataTooLarge, NULL);
@@ -311,8 +405,9 @@ static bool form_meta(cn_s3_req *r, const cn_form *f, cn_kv **out, size_t *nout)
 		}
 		if (!keep)
 			continue;
-		if (memchr(fl->value, 0, fl->len) || strpbrk(fl->value, "\r\n")) {
-			cn_s3_error(r, CN_S3_InvalidArgument, "Form field values must not hold CR, LF or NUL.");
+		if (!header_value_ok(fl)) {
+			cn_s3_error(r, CN_S3_InvalidArgument,
+			            "Form field values stored as metadata must not hold control characters.");
 			return false;
 		}
 		bool dup = false;
@@ -329,9 +424,7 @@ static bool form_meta(cn_s3_req *r, const cn_form *f, cn_kv **out, size_t *nout)
 		have_type |= !strcmp(v[k].name, "content-type");
 	if (!have_type) {
 		v[n].name = "content-type";
-		v[n].value = f->file_type && *f->file_type && !strpbrk(f->file_type, "\r\n")
-		                     ? cn_s3_strndup(r, f->file_type, strlen(f->file_type))
-		                     : "binary/octet-stream";
+		v[n].value = "binary/octet-stream";
 		n++;
 	}
 	const char *tagging = field(f, "tagging");
@@ -408,6 +501,26 @@ static cn_err seal(void *ctx, const unsigned char md5[16], int64_t size, cn_kv *
 	return cn_s3_put_seal(ps->c, md5, size, add, nadd);
 }
 
+/* The fields before the file are read before any signature can be checked, so an
+ * unauthenticated client dripping them a byte at a time could hold a worker for hours
+ * (each read may wait the connection's I/O timeout). The whole phase gets PRE_DATA_MS;
+ * a read after it fails with CN_ERR_TIMEOUT (RequestTimeout). The file is not limited. */
+#define PRE_DATA_MS 30000
+
+typedef struct deadline_reader {
+	cn_reader rd;
+	cn_reader *src;
+	int64_t until_ms; /* 0: no deadline */
+} deadline_reader;
+
+static ssize_t deadline_read(cn_reader *rd, void *buf, size_t len)
+{
+	deadline_reader *d = (deadline_reader *)rd;
+	if (d->until_ms && cn_mono_ms() > d->until_ms)
+		return -(ssize_t)CN_ERR_TIMEOUT;
+	return d->src->read(d->src, buf, len);
+}
+
 void cn_s3_post_object(cn_s3_req *r)
 {
 	char boundary[CN_FORM_MAX_BOUNDARY + 1];
@@ -425,9 +538,13 @@ void cn_s3_post_object(cn_s3_req *r)
 		cn_s3_error(r, CN_S3_MalformedPOSTRequest, NULL);
 		goto done;
 	}
-	cn_err e = cn_form_open(&f, r->body, boundary, MAX_PRE_DATA);
+	deadline_reader dl = { { deadline_read }, r->body, cn_mono_ms() + PRE_DATA_MS };
+	cn_err e = cn_form_open(&f, &dl.rd, boundary, MAX_PRE_DATA);
+	dl.until_ms = 0;
 	if (e != CN_OK) {
-		if (e == CN_ERR_TOO_LARGE)
+		if (e == CN_ERR_TIMEOUT)
+			cn_s3_error(r, CN_S3_RequestTimeout, NULL);
+		else if (e == CN_ERR_TOO_LARGE)
 			cn_s3_error(r, CN_S3_MaxPostPreDataLengthExceeded, NULL);
 		else if (e == CN_ERR_NOT_FOUND)
 			cn_s3_error(r, CN_S3_IncorrectNumberOfFilesInPostRequest, NULL);
@@ -463,6 +580,10 @@ void cn_s3_post_object(cn_s3_req *r)
 		goto done;
 	}
 	char *key = expand_key(r, key0, f.filename);
+	if (!*key) {
+		cn_s3_error(r, CN_S3_InvalidArgument, "User key must have a length greater than 0.");
+		goto done;
+	}
 	size_t plen = strlen(policy);
 	unsigned char *json = cn_s3_alloc(r, plen + 1);
 	size_t jlen = 0;
@@ -480,7 +601,7 @@ void cn_s3_post_object(cn_s3_req *r)
 	}
 	cn_kv *meta;
 	size_t nmeta;
-	if (!form_meta(r, &f, &meta, &nmeta))
+	if (!form_meta(r, &f, &c, &meta, &nmeta))
 		goto done;
 
 	c.rd.read = cn_s3_put_read;
@@ -507,13 +628,25 @@ void cn_s3_post_object(cn_s3_req *r)
 	if (!redirect)
 		redirect = field(&f, "redirect");
 	const char *status = field(&f, "success_action_status");
-	cn_buf_append(&b, "/", 1);
-	url_encode_into(&b, r->bucket, false);
+	/* Location: the object's URL, absolute as AWS S3 gives it (uploaders such as Uppy use
+	 * it as the file's address), from the Host the form was posted to. */
+	const char *host = cn_s3_header(r, "host");
+	if (host && *host && !strpbrk(host, "/\\ \t\r\n")) {
+		cn_buf_append(&b, "http://", 7);
+		cn_buf_append(&b, host, strlen(host));
+	}
+	if (!r->vhost) {
+		cn_buf_append(&b, "/", 1);
+		url_encode_into(&b, r->bucket, false);
+	}
 	cn_buf_append(&b, "/", 1);
 	url_encode_into(&b, key, true);
 	char *location = cn_s3_strndup(r, b.p, b.len);
 	b.len = 0;
-	if (redirect && *redirect && !strpbrk(redirect, "\r\n")) {
+	const cn_form_field *rf = cn_form_get(&f, "success_action_redirect");
+	if (!rf)
+		rf = cn_form_get(&f, "redirect");
+	if (redirect && *redirect && header_value_ok(rf)) { /* else ignored, as a bad URL */
 		cn_buf_append(&b, redirect, strlen(redirect));
 		cn_buf_append(&b, strchr(redirect, '?') ? "&bucket=" : "?bucket=", 8);
 		url_encode_into(&b, r->bucket, false);

@@ -71,7 +71,7 @@ def test_presigned_post_round_trip(s3, bucket, server):
     r = post(server, bucket, form_body(fields, data))
     assert r.status == 204, r
     assert r.headers["ETag"] == f'"{hashlib.md5(data).hexdigest()}"'
-    assert r.headers["Location"] == f"/{bucket}/forms/one.bin"
+    assert r.headers["Location"] == f"http://127.0.0.1:{server.port}/{bucket}/forms/one.bin"
     got = s3.get_object(Bucket=bucket, Key="forms/one.bin")
     assert got["Body"].read() == data
     assert got["ContentType"] == "binary/octet-stream"
@@ -99,6 +99,7 @@ def test_filename_substitution_metadata_and_status_201(s3, bucket, server):
     r = post(server, bucket, form_body(fields, data, filename="page.html"))
     assert r.status == 201, r
     assert b"<Key>uploads/page.html</Key>" in r.body and f"<Bucket>{bucket}</Bucket>".encode() in r.body
+    assert f"<Location>http://127.0.0.1:{server.port}/{bucket}/uploads/page.html</Location>".encode() in r.body
     h = s3.head_object(Bucket=bucket, Key="uploads/page.html")
     assert h["ContentType"] == "text/html"
     assert h["Metadata"] == {"owner": "form"}
@@ -205,3 +206,83 @@ def test_post_to_missing_bucket(s3, server):
     fields = presigned(s3, "no-such-bucket-for-post", "k")
     r = post(server, "no-such-bucket-for-post", form_body(fields, b"x"))
     assert (r.status, r.error()["Code"]) == (404, "NoSuchBucket"), r
+
+
+def test_file_part_type_is_not_the_objects(s3, bucket, server):
+    # The file part's own Content-Type header is not a form field: no policy covers it, so
+    # it must not set the stored type (AWS S3 ignores it too). As a field, it must be named.
+    r = post(server, bucket, form_body(presigned(s3, bucket, "ct/a.png"), b"<script>1</script>",
+                                       file_type="text/html"))
+    assert r.status == 204, r
+    assert s3.head_object(Bucket=bucket, Key="ct/a.png")["ContentType"] == "binary/octet-stream"
+    r = post(server, bucket, form_body(presigned(s3, bucket, "ct/b") + [("Content-Type", "text/html")], b"x"))
+    assert r.status == 403 and "Extra input fields: Content-Type" in r.error()["Message"], r
+
+
+def test_starts_with_content_type_list(s3, bucket, server):
+    # starts-with on Content-Type holds only when every entry of a comma list matches.
+    def form(value):
+        f = presigned(s3, bucket, "ctl/x", fields={"Content-Type": "image/png"},
+                      conditions=[["starts-with", "$Content-Type", "image/"]])
+        return [(k, value if k == "Content-Type" else v) for k, v in f]
+    r = post(server, bucket, form_body(form("image/png,text/html"), b"x"))
+    assert r.status == 403 and "Policy Condition failed" in r.error()["Message"], r
+    assert post(server, bucket, form_body(form("image/png, image/gif"), b"x")).status == 204
+
+
+def test_control_characters_and_bad_metadata_names_refused(s3, bucket, server):
+    f = presigned(s3, bucket, "cc/a", fields={"x-amz-meta-note": "a\x0bb"},
+                  conditions=[["starts-with", "$x-amz-meta-note", ""]])
+    r = post(server, bucket, form_body(f, b"x"))
+    assert (r.status, r.error()["Code"]) == (400, "InvalidArgument"), r
+    f = presigned(s3, bucket, "cc/b", fields={"x-amz-meta-a b": "v"},
+                  conditions=[["starts-with", "$x-amz-meta-a b", ""]])
+    r = post(server, bucket, form_body(f, b"x"))
+    assert (r.status, r.error()["Code"]) == (400, "InvalidArgument"), r
+    f = presigned(s3, bucket, "cc/c", fields={"success_action_redirect": "http://x.test/\x01"},
+                  conditions=[{"success_action_redirect": "http://x.test/\x01"}])
+    assert post(server, bucket, form_body(f, b"x")).status == 204  # a bad redirect is ignored
+
+
+def test_fields_a_put_honours(s3, bucket, server):
+    def form(key, name, value):
+        return presigned(s3, bucket, key, fields={name: value}, conditions=[{name: value}])
+    r = post(server, bucket, form_body(form("h/sse", "x-amz-server-side-encryption", "AES256"), b"x"))
+    assert (r.status, r.error()["Code"]) == (501, "NotImplemented"), r
+    other = base64.b64encode(hashlib.md5(b"other").digest()).decode()
+    r = post(server, bucket, form_body(form("h/md5", "Content-MD5", other), b"x"))
+    assert (r.status, r.error()["Code"]) == (400, "BadDigest"), r
+    right = base64.b64encode(hashlib.md5(b"x").digest()).decode()
+    assert post(server, bucket, form_body(form("h/md5", "Content-MD5", right), b"x")).status == 204
+    sha = base64.b64encode(hashlib.sha256(b"other").digest()).decode()
+    r = post(server, bucket, form_body(form("h/ck", "x-amz-checksum-sha256", sha), b"x"))
+    assert (r.status, r.error()["Code"]) == (400, "BadDigest"), r
+    sha = base64.b64encode(hashlib.sha256(b"x").digest()).decode()
+    assert post(server, bucket, form_body(form("h/ck", "x-amz-checksum-sha256", sha), b"x")).status == 204
+    assert s3.head_object(Bucket=bucket, Key="h/ck", ChecksumMode="ENABLED")["ChecksumSHA256"] == sha
+    assert post(server, bucket, form_body(form("h/wr", "x-amz-website-redirect-location", "/other"),
+                                          b"x")).status == 204
+    assert s3.head_object(Bucket=bucket, Key="h/wr")["WebsiteRedirectLocation"] == "/other"
+    for k in ["h/sse"]:
+        with pytest.raises(ClientError):
+            s3.head_object(Bucket=bucket, Key=k)
+
+
+def test_every_length_range_holds(s3, bucket, server):
+    f = presigned(s3, bucket, "lr/x", conditions=[["content-length-range", 0, 10],
+                                                  ["content-length-range", 0, 10**6]])
+    r = post(server, bucket, form_body(f, b"y" * 5000))
+    assert (r.status, r.error()["Code"]) == (400, "EntityTooLarge"), r
+    assert post(server, bucket, form_body(f, b"y" * 10)).status == 204
+
+
+def test_duplicate_fields_cannot_smuggle(s3, bucket, server):
+    # The first field of a name counts everywhere (conditions, key, metadata).
+    f = presigned(s3, bucket, "dup/a", fields={"x-amz-meta-a": "good", "Content-Type": "image/png"},
+                  conditions=[{"x-amz-meta-a": "good"}, {"Content-Type": "image/png"}])
+    f2 = f + [("key", "dup/evil"), ("X-AMZ-META-A", "evil"), ("content-type", "text/html")]
+    assert post(server, bucket, form_body(f2, b"x")).status == 204
+    h = s3.head_object(Bucket=bucket, Key="dup/a")
+    assert h["Metadata"] == {"a": "good"} and h["ContentType"] == "image/png"
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="dup/evil")
