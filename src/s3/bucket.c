@@ -146,7 +146,7 @@ void cn_s3_create_bucket(cn_s3_req *r)
 		cn_s3_error_from(r, e);
 		return;
 	}
-	cn_http_resp_start(r->x, 200);
+	cn_s3_resp_start(r, 200);
 	cn_http_resp_headerf(r->x, "Location", "/%s", r->bucket);
 	cn_http_resp_send(r->x, NULL, 0);
 }
@@ -159,7 +159,7 @@ void cn_s3_head_bucket(cn_s3_req *r)
 		cn_s3_error_from(r, e);
 		return;
 	}
-	cn_http_resp_start(r->x, 200);
+	cn_s3_resp_start(r, 200);
 	cn_http_resp_header(r->x, "x-amz-bucket-region", server_region(r));
 	cn_http_resp_send(r->x, NULL, 0);
 }

@@ -301,7 +301,7 @@ void cn_s3_create_multipart(cn_s3_req *r)
 	if (e) {
 		cn_s3_error(r, CN_S3_InternalError, NULL);
 	} else {
-		cn_http_resp_start(r->x, 200);
+		cn_s3_resp_start(r, 200);
 		if (algo != CN_CKSUM_NONE) {
 			cn_http_resp_header(r->x, "x-amz-checksum-algorithm", cn_cksum_name(algo));
 			cn_http_resp_header(r->x, "x-amz-checksum-type", type);
@@ -522,7 +522,7 @@ void cn_s3_upload_part(cn_s3_req *r)
 			cn_s3_error_from(r, e);
 		goto done;
 	}
-	cn_http_resp_start(r->x, 200);
+	cn_s3_resp_start(r, 200);
 	cn_http_resp_headerf(r->x, "ETag", "\"%s\"", out.etag);
 	if (c.ck.algo != CN_CKSUM_NONE)
 		cn_http_resp_header(r->x, cn_cksum_header(c.ck.algo), c.value);

@@ -549,7 +549,7 @@ void cn_s3_put_object(cn_s3_req *r)
 			cn_s3_error_from(r, e);
 		goto done;
 	}
-	cn_http_resp_start(r->x, 200);
+	cn_s3_resp_start(r, 200);
 	send_etag(r, &out);
 	if (c.ck.algo != CN_CKSUM_NONE)
 		cn_http_resp_header(r->x, cn_cksum_header(c.ck.algo), c.value);
@@ -957,7 +957,7 @@ static void send_invalid_range(cn_s3_req *r, const char *range, int64_t size)
 	} else {
 		cn_log(CN_LOG_INFO, r->reqid, "get %s/%s: InvalidRange %s (size %lld)", r->bucket,
 		       r->key, range, (long long)size);
-		cn_http_resp_start(r->x, 416);
+		cn_s3_resp_start(r, 416);
 		cn_http_resp_headerf(r->x, "Content-Range", "bytes */%lld", (long long)size);
 		cn_http_resp_header(r->x, "Content-Type", "application/xml");
 		cn_http_resp_send(r->x, b.p, b.len);
@@ -1033,7 +1033,7 @@ void cn_s3_get_object(cn_s3_req *r)
 		goto done;
 	}
 	if (st == 304) {
-		cn_http_resp_start(r->x, 304);
+		cn_s3_resp_start(r, 304);
 		send_validators(r, &info);
 		cn_http_resp_send_head(r->x, 0);
 		goto done;
@@ -1064,7 +1064,7 @@ void cn_s3_get_object(cn_s3_req *r)
 		off = 0;
 		len = info.size;
 	}
-	cn_http_resp_start(r->x, rs ? 206 : 200);
+	cn_s3_resp_start(r, rs ? 206 : 200);
 	send_object_headers(r, &info, rs == 0 && !(partno && info.nparts));
 	if (partno && info.nparts)
 		cn_http_resp_headerf(r->x, "x-amz-mp-parts-count", "%zu", info.nparts);

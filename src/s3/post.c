@@ -654,7 +654,7 @@ void cn_s3_post_object(cn_s3_req *r)
 		url_encode_into(&b, key, false);
 		cn_buf_append(&b, "&etag=", 6);
 		url_encode_into(&b, etag, false);
-		cn_http_resp_start(r->x, 303);
+		cn_s3_resp_start(r, 303);
 		cn_http_resp_header(r->x, "Location", cn_s3_strndup(r, b.p, b.len));
 		cn_http_resp_header(r->x, "ETag", etag);
 		cn_s3_reply_version_id(r, out.version_id);
@@ -675,7 +675,7 @@ void cn_s3_post_object(cn_s3_req *r)
 		cn_s3_send_xml(r, 201, &b);
 		goto done;
 	}
-	cn_http_resp_start(r->x, status && !strcmp(status, "200") ? 200 : 204);
+	cn_s3_resp_start(r, status && !strcmp(status, "200") ? 200 : 204);
 	cn_http_resp_header(r->x, "ETag", etag);
 	cn_http_resp_header(r->x, "Location", location);
 	cn_s3_reply_version_id(r, out.version_id);

@@ -101,6 +101,13 @@ void cn_s3_reply_header(cn_s3_req *r, const char *name, const char *value)
 	kv->value = cn_s3_strndup(r, value, strlen(value));
 }
 
+void cn_s3_resp_start(cn_s3_req *r, int status)
+{
+	cn_http_resp_start(r->x, status);
+	for (size_t i = 0; i < r->ncors; i++)
+		cn_http_resp_header(r->x, r->cors[i].name, r->cors[i].value);
+}
+
 void cn_s3_send_reply_headers(cn_s3_req *r)
 {
 	for (size_t i = 0; i < r->nreply_headers; i++)
@@ -109,7 +116,7 @@ void cn_s3_send_reply_headers(cn_s3_req *r)
 
 void cn_s3_send_xml(cn_s3_req *r, int status, const cn_buf *xml)
 {
-	cn_http_resp_start(r->x, status);
+	cn_s3_resp_start(r, status);
 	cn_s3_send_reply_headers(r);
 	cn_http_resp_header(r->x, "Content-Type", "application/xml");
 	cn_http_resp_send(r->x, xml->p, xml->len);
@@ -117,7 +124,7 @@ void cn_s3_send_xml(cn_s3_req *r, int status, const cn_buf *xml)
 
 void cn_s3_send_empty(cn_s3_req *r, int status)
 {
-	cn_http_resp_start(r->x, status);
+	cn_s3_resp_start(r, status);
 	cn_s3_send_reply_headers(r);
 	cn_http_resp_send(r->x, NULL, 0);
 }
@@ -149,7 +156,7 @@ void cn_s3_error(cn_s3_req *r, cn_s3_code code, const char *message)
 	cn_xml_elem(&b, "Resource", path);
 	cn_xml_elem(&b, "RequestId", r->reqid);
 	cn_xml_close(&b, "Error");
-	cn_http_resp_start(r->x, status);
+	cn_s3_resp_start(r, status);
 	cn_s3_send_reply_headers(r);
 	cn_http_resp_header(r->x, "Content-Type", "application/xml");
 	if (code == CN_S3_SlowDown || code == CN_S3_ServiceUnavailable)
@@ -605,7 +612,7 @@ static bool is_browser_post(const cn_s3_req *r)
 
 /* Sub-resources of S3 that cairn does not implement yet: answered 501. */
 static const char *const unimplemented_subresources[] = {
-	"accelerate", "analytics", "attributes", "cors", "encryption", "intelligent-tiering",
+	"accelerate", "analytics", "attributes", "encryption", "intelligent-tiering",
 	"inventory", "legal-hold", "lifecycle", "logging", "metrics", "notification",
 	"object-lock", "ownershipControls", "policy", "policyStatus",
 	"publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
@@ -678,8 +685,17 @@ static void route(cn_s3_req *r)
 	}
 	bool acl = cn_s3_query(r, "acl") != NULL;
 	bool tagging = cn_s3_query(r, "tagging") != NULL;
+	bool cors = cn_s3_query(r, "cors") != NULL;
 	if (!r->key[0]) {
-		if (tagging && get)
+		if (cors && get)
+			CALL(CN_S3_API_getbucketcors, cn_s3_get_bucket_cors);
+		else if (cors && put)
+			CALL(CN_S3_API_putbucketcors, cn_s3_put_bucket_cors);
+		else if (cors && del)
+			CALL(CN_S3_API_deletebucketcors, cn_s3_delete_bucket_cors);
+		else if (cors)
+			cn_s3_error(r, CN_S3_MethodNotAllowed, NULL);
+		else if (tagging && get)
 			CALL(CN_S3_API_getbuckettagging, cn_s3_get_bucket_tagging);
 		else if (tagging && put)
 			CALL(CN_S3_API_putbuckettagging, cn_s3_put_bucket_tagging);
@@ -833,6 +849,13 @@ void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x)
 	cn_s3_code c = parse_target(&r);
 	if (!c)
 		c = parse_query(&r);
+	if (!c && cn_str_eq_c(h->method, "OPTIONS")) {
+		/* a CORS preflight: unauthenticated; reads the bucket's rules (on a worker) */
+		r.api = CN_S3_API_preflight;
+		if (!cn_http_defer(x))
+			cn_s3_cors_preflight(&r);
+		goto out;
+	}
 	if (!c) {
 		cn_auth_config ac = {
 			.lookup = lookup_secret,
@@ -854,6 +877,14 @@ void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x)
 		rejected_invalid = true;
 		cn_s3_error(&r, c, NULL);
 		goto out;
+	}
+	if (r.bucket[0] && cn_http_req_header(h, "origin") &&
+	    !(!strcmp(r.bucket, "minio") && !strncmp(r.key, "admin/", 6))) {
+		/* a browser's cross-origin request: the bucket's CORS rules decide its headers;
+		 * reading them may wait for drives, so on a worker (the request starts over) */
+		if (cn_http_defer(x))
+			goto out;
+		cn_s3_cors_actual(&r);
 	}
 	if (!strcmp(r.bucket, "minio") && !strncmp(r.key, "admin/", 6)) {
 		r.api = CN_S3_API_admin;

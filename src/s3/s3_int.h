@@ -33,7 +33,8 @@ typedef enum cn_s3_code {
 	X(deletemultipleobjects) X(getobjecttagging) X(putobjecttagging) X(deleteobjecttagging)   \
 	X(newmultipartupload) X(putobjectpart) X(copyobjectpart) X(completemultipartupload)       \
 	X(abortmultipartupload) X(listobjectparts) X(getobjectacl) X(putobjectacl) X(getobject)   \
-	X(headobject) X(putobject) X(copyobject) X(deleteobject) X(postpolicybucket) X(admin)
+	X(headobject) X(putobject) X(copyobject) X(deleteobject) X(postpolicybucket)             \
+	X(getbucketcors) X(putbucketcors) X(deletebucketcors) X(preflight) X(admin)
 typedef enum cn_s3_api {
 #define X(name) CN_S3_API_##name,
 	CN_S3_APIS(X)
@@ -72,6 +73,7 @@ bool cn_s3_metrics(cn_s3_server *s, cn_http_exchange *x, const cn_http_req *h);
 typedef struct cn_s3_arena_block cn_s3_arena_block;
 
 #define CN_S3_MAX_REPLY_HEADERS 6
+#define CN_S3_MAX_CORS_HEADERS 8
 
 typedef struct cn_s3_req {
 	cn_s3_server *srv;
@@ -98,6 +100,9 @@ typedef struct cn_s3_req {
 	int64_t body_len;      /* payload length when known (Content-Length, or
 	                          x-amz-decoded-content-length for aws-chunked), else -1 */
 	cn_s3_code body_error;
+	/* The bucket's CORS headers for this request (s3/cors.c), sent by cn_s3_resp_start. */
+	cn_kv cors[CN_S3_MAX_CORS_HEADERS];
+	size_t ncors;
 	/* Headers queued for the reply by cn_s3_reply_header (arena strings). */
 	cn_kv reply_headers[CN_S3_MAX_REPLY_HEADERS];
 	size_t nreply_headers;
@@ -135,6 +140,9 @@ void cn_s3_error_from(cn_s3_req *r, cn_err e);
  * reply itself calls cn_s3_send_reply_headers after cn_http_resp_start. Beyond
  * CN_S3_MAX_REPLY_HEADERS a header is dropped (a bug: asserted). */
 void cn_s3_reply_header(cn_s3_req *r, const char *name, const char *value);
+/* Starts the response (cn_http_resp_start) with the request's CORS headers: every s3
+ * handler starts its responses through it. */
+void cn_s3_resp_start(cn_s3_req *r, int status);
 void cn_s3_send_reply_headers(cn_s3_req *r);
 /* Status + Content-Type: application/xml + body. */
 void cn_s3_send_xml(cn_s3_req *r, int status, const cn_buf *xml);
@@ -221,6 +229,17 @@ void cn_s3_put_object(cn_s3_req *r);     /* also CopyObject when x-amz-copy-sour
 void cn_s3_get_object(cn_s3_req *r);     /* GET and HEAD */
 void cn_s3_delete_object(cn_s3_req *r);
 void cn_s3_post_object(cn_s3_req *r);    /* POST bucket, multipart/form-data (s3/post.c) */
+/* s3/cors.c: ?cors on a bucket; OPTIONS preflights; the CORS headers of a request with an
+ * Origin (queued in r->cors; reads the bucket's configuration: on a worker). */
+void cn_s3_get_bucket_cors(cn_s3_req *r);
+void cn_s3_put_bucket_cors(cn_s3_req *r);
+void cn_s3_delete_bucket_cors(cn_s3_req *r);
+void cn_s3_cors_preflight(cn_s3_req *r);
+void cn_s3_cors_actual(cn_s3_req *r);
+/* Validates a CORSConfiguration body and writes its canonical form to canon. CN_ERR_INVALID:
+ * *code / *msg (static, may be NULL) are the S3 error; CN_ERR_NOMEM. */
+cn_err cn_s3_cors_parse(const char *p, size_t len, cn_buf *canon, cn_s3_code *code,
+                        const char **msg);
 /* multipart (src/s3/multipart.c) */
 void cn_s3_create_multipart(cn_s3_req *r);       /* POST ?uploads */
 void cn_s3_upload_part(cn_s3_req *r);            /* PUT ?partNumber&uploadId, also UploadPartCopy */
