@@ -27,6 +27,8 @@
 #define CONFIG_NAME "cors"
 #define CORS_BODY_MAX (64 * 1024)
 #define MAX_RULES 100
+#define MAX_REQ_HEADERS 64          /* names in one Access-Control-Request-Headers */
+#define MAX_REQ_HEADERS_LEN 4096
 
 static const char *const methods[] = { "GET", "PUT", "POST", "DELETE", "HEAD" };
 
@@ -324,6 +326,35 @@ void cn_s3_cors_actual(cn_s3_req *r)
 	cn_xml_free(root);
 }
 
+/* The requested header names trimmed and lowercased, ", "-separated (arena), as AWS
+ * answers them in Access-Control-Allow-Headers. */
+static char *header_list(cn_s3_req *r, const char *req)
+{
+	char *out = cn_s3_alloc(r, 2 * strlen(req) + 1), *o = out;
+	const char *p = req;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		const char *e = p;
+		while (*e && *e != ',')
+			e++;
+		size_t l = (size_t)(e - p);
+		while (l && (p[l - 1] == ' ' || p[l - 1] == '\t'))
+			l--;
+		if (o != out) {
+			memcpy(o, ", ", 2);
+			o += 2;
+		}
+		for (size_t i = 0; i < l; i++)
+			*o++ = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] + 32 : p[i]);
+		p = e;
+	}
+	*o = 0;
+	return out;
+}
+
 void cn_s3_cors_preflight(cn_s3_req *r)
 {
 	const char *origin = cn_s3_header(r, "origin");
@@ -332,26 +363,33 @@ void cn_s3_cors_preflight(cn_s3_req *r)
 	cn_xml_node *root = NULL;
 	bool star;
 
-	if (!r->bucket[0]) {
-		cn_s3_error(r, CN_S3_AccessForbidden, "CORSResponse: Bucket not found");
-		return;
-	}
 	if (!origin || !*origin) {
 		cn_s3_error(r, CN_S3_BadRequest, "Insufficient information. Origin request header needed.");
 		return;
 	}
-	if (!method || !*method) {
-		cn_s3_error(r, CN_S3_BadRequest,
-		            "Invalid Access-Control-Request-Method: the header is missing.");
+	/* A hostile preflight costs at most MAX_REQ_HEADERS x the rule's AllowedHeaders. */
+	if (req_headers && (strlen(req_headers) > MAX_REQ_HEADERS_LEN ||
+	                    count_char(req_headers, strlen(req_headers), ',') >= MAX_REQ_HEADERS)) {
+		cn_s3_error(r, CN_S3_AccessForbidden, "CORSResponse: Too many Access-Control-Request-Headers.");
 		return;
 	}
-	cn_err e = load(r, &root);
+	cn_err e = r->bucket[0] ? load(r, &root) : CN_ERR_NO_BUCKET;
+	if (e == CN_ERR_NO_BUCKET) { /* as AWS */
+		cn_s3_error(r, CN_S3_AccessForbidden, "CORSResponse: Bucket not found");
+		return;
+	}
 	if (e == CN_ERR_NOT_FOUND) {
 		cn_s3_error(r, CN_S3_AccessForbidden, "CORSResponse: CORS is not enabled for this bucket.");
 		return;
 	}
 	if (e) {
 		cn_s3_error_from(r, e);
+		return;
+	}
+	if (!method || !*method) { /* AWS: 403 as well */
+		cn_xml_free(root);
+		cn_s3_error(r, CN_S3_AccessForbidden,
+		            "CORSResponse: Invalid Access-Control-Request-Method: the header is missing.");
 		return;
 	}
 	const cn_xml_node *rule = find_rule(root, origin, method, req_headers, &star);
@@ -364,8 +402,8 @@ void cn_s3_cors_preflight(cn_s3_req *r)
 		return;
 	}
 	add_rule_headers(r, rule, origin, star);
-	if (req_headers && *req_headers && !strpbrk(req_headers, "\r\n"))
-		add(r, "Access-Control-Allow-Headers", req_headers);
+	if (req_headers && *req_headers)
+		add(r, "Access-Control-Allow-Headers", header_list(r, req_headers));
 	cn_xml_free(root);
 	cn_s3_send_empty(r, 200);
 }

@@ -856,6 +856,15 @@ void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x)
 			cn_s3_cors_preflight(&r);
 		goto out;
 	}
+	if (!c && r.bucket[0] && cn_http_req_header(h, "origin") &&
+	    !(!strcmp(r.bucket, "minio") && !strncmp(r.key, "admin/", 6))) {
+		/* a browser's cross-origin request: the bucket's CORS rules decide its headers,
+		 * also on an authentication error (which the browser can then read); reading the
+		 * rules may wait for drives, so on a worker (the request starts over there) */
+		if (cn_http_defer(x))
+			goto out;
+		cn_s3_cors_actual(&r);
+	}
 	if (!c) {
 		cn_auth_config ac = {
 			.lookup = lookup_secret,
@@ -878,14 +887,7 @@ void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x)
 		cn_s3_error(&r, c, NULL);
 		goto out;
 	}
-	if (r.bucket[0] && cn_http_req_header(h, "origin") &&
-	    !(!strcmp(r.bucket, "minio") && !strncmp(r.key, "admin/", 6))) {
-		/* a browser's cross-origin request: the bucket's CORS rules decide its headers;
-		 * reading them may wait for drives, so on a worker (the request starts over) */
-		if (cn_http_defer(x))
-			goto out;
-		cn_s3_cors_actual(&r);
-	}
+
 	if (!strcmp(r.bucket, "minio") && !strncmp(r.key, "admin/", 6)) {
 		r.api = CN_S3_API_admin;
 		if (!cn_http_defer(x)) /* drive state: on a worker */

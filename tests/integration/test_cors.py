@@ -64,7 +64,7 @@ def test_preflight(s3, bucket, server):
     assert r.headers["Access-Control-Allow-Origin"] == "https://app.example.com"
     assert r.headers["Access-Control-Allow-Credentials"] == "true"
     assert r.headers["Access-Control-Allow-Methods"] == "GET, PUT, POST"
-    assert r.headers["Access-Control-Allow-Headers"] == "Content-Type, X-Amz-Date"
+    assert r.headers["Access-Control-Allow-Headers"] == "content-type, x-amz-date"
     assert r.headers["Access-Control-Max-Age"] == "600"
     assert r.headers["Access-Control-Expose-Headers"] == "ETag, x-amz-version-id"
     r = preflight(server, f"/{bucket}", "https://cdn.example.org", "POST")      # wildcard origin
@@ -80,8 +80,15 @@ def test_preflight(s3, bucket, server):
     r = raw(server, "OPTIONS", f"/{bucket}/k", headers={"Access-Control-Request-Method": "GET"},
             sign=False)
     assert (r.status, r.error()["Code"]) == (400, "BadRequest"), r
+    r = raw(server, "OPTIONS", f"/{bucket}/k", headers={"Origin": "https://app.example.com"}, sign=False)
+    assert (r.status, r.error()["Code"]) == (403, "AccessForbidden"), r   # no method: as AWS
     r = preflight(server, "/no-such-bucket-cors/k", "https://app.example.com", "GET")
-    assert r.status == 404, r
+    assert (r.status, r.error()["Code"]) == (403, "AccessForbidden"), r   # as AWS
+    assert "Bucket not found" in r.error()["Message"]
+    r = preflight(server, f"/{bucket}/k", "https://app.example.com", "PUT", ",".join(["x-amz-a"] * 65))
+    assert (r.status, r.error()["Code"]) == (403, "AccessForbidden"), r   # bounded work
+    r = preflight(server, f"/{bucket}/k", "https://app.example.com", "PUT", ",".join(["x-amz-a"] * 64))
+    assert r.status == 200, r
 
 
 def test_actual_requests_carry_cors_headers(s3, bucket, server):
@@ -108,3 +115,8 @@ def test_actual_requests_carry_cors_headers(s3, bucket, server):
     assert r.status == 404 and r.headers["Access-Control-Allow-Origin"] == "*"  # errors too
     r = raw(server, "GET", f"/{bucket}/page.txt")
     assert "Access-Control-Allow-Origin" not in r.headers          # no Origin, no CORS
+    # an authentication failure carries them too, so the browser can read the error
+    r = raw(server, "GET", f"/{bucket}/page.txt", headers={"Origin": "https://app.example.com"},
+            secret="wrong-secret")
+    assert r.status == 403 and r.error()["Code"] == "SignatureDoesNotMatch", r
+    assert r.headers["Access-Control-Allow-Origin"] == "https://app.example.com"
