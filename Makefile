@@ -86,9 +86,18 @@ fuzz-replay: $(FUZZ_REPLAY)
 	@for f in $(FUZZ_REPLAY); do n=$$(basename $$f); $$f fuzz/corpus/$$n || exit 1; done
 
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
-build-fuzz/%: fuzz/%.c $(LIB_SRC)
-	@mkdir -p build-fuzz
-	clang $(BASE_CFLAGS) -O1 -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(LIBS)
+# The library is compiled once for every driver (coverage-instrumented, ASan + UBSan),
+# then each driver links against it.
+FUZZ_OBJ := $(LIB_SRC:%.c=build-fuzz/obj/%.o)
+build-fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(BASE_CFLAGS) -O1 -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c -o $@ $<
+build-fuzz/libcairn-fuzz.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+-include $(FUZZ_OBJ:.o=.d)
+build-fuzz/%: fuzz/%.c build-fuzz/libcairn-fuzz.a
+	clang $(BASE_CFLAGS) -O1 -fsanitize=fuzzer,address,undefined -o $@ $< build-fuzz/libcairn-fuzz.a $(LIBS)
 fuzz: $(FUZZ_BIN)
 
 # Each libFuzzer driver for FUZZ_SECONDS over a scratch copy of its corpus (CI: bounded).
