@@ -6,7 +6,7 @@ pkgs=(
 	build-essential pkg-config clang libclang-rt-14-dev libfuzzer-14-dev
 	libssl-dev libisal-dev libxxhash-dev libexpat1-dev libjansson-dev liburing-dev
 	libcurl4-openssl-dev zlib1g-dev
-	python3 python3-boto3 python3-pytest awscli s3cmd rclone restic s3fs curl
+	python3 python3-boto3 python3-pytest awscli s3cmd rclone restic s3fs chromium curl
 )
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
