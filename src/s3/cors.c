@@ -226,28 +226,38 @@ static char *joined(cn_s3_req *r, const cn_xml_node *rule, const char *name)
 	return s;
 }
 
+/* The next name of a comma-separated header list at *p, trimmed: false at the end. */
+static bool next_name(const char **p, const char **name, size_t *len)
+{
+	const char *s = *p;
+	while (*s == ' ' || *s == '\t' || *s == ',')
+		s++;
+	if (!*s)
+		return false;
+	const char *e = s;
+	while (*e && *e != ',')
+		e++;
+	size_t l = (size_t)(e - s);
+	while (l && (s[l - 1] == ' ' || s[l - 1] == '\t'))
+		l--;
+	*name = s;
+	*len = l;
+	*p = e;
+	return true;
+}
+
 /* Does every header of the comma-separated list `req` match one of the rule's
  * AllowedHeader patterns? */
 static bool headers_allowed(const cn_xml_node *rule, const char *req)
 {
-	const char *p = req;
-	while (*p) {
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		if (!*p)
-			break;
-		const char *e = p;
-		while (*e && *e != ',')
-			e++;
-		size_t l = (size_t)(e - p);
-		while (l && (p[l - 1] == ' ' || p[l - 1] == '\t'))
-			l--;
+	const char *p = req, *name;
+	size_t l;
+	while (next_name(&p, &name, &l)) {
 		bool ok = false;
 		for (const cn_xml_node *c = rule->child; c && !ok; c = c->next)
-			ok = !strcmp(c->name, "AllowedHeader") && wild_match(c->text, c->text_len, p, l, true);
+			ok = !strcmp(c->name, "AllowedHeader") && wild_match(c->text, c->text_len, name, l, true);
 		if (!ok)
 			return false;
-		p = e;
 	}
 	return true;
 }
@@ -331,25 +341,15 @@ void cn_s3_cors_actual(cn_s3_req *r)
 static char *header_list(cn_s3_req *r, const char *req)
 {
 	char *out = cn_s3_alloc(r, 2 * strlen(req) + 1), *o = out;
-	const char *p = req;
-	while (*p) {
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		if (!*p)
-			break;
-		const char *e = p;
-		while (*e && *e != ',')
-			e++;
-		size_t l = (size_t)(e - p);
-		while (l && (p[l - 1] == ' ' || p[l - 1] == '\t'))
-			l--;
+	const char *p = req, *name;
+	size_t l;
+	while (next_name(&p, &name, &l)) {
 		if (o != out) {
 			memcpy(o, ", ", 2);
 			o += 2;
 		}
 		for (size_t i = 0; i < l; i++)
-			*o++ = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] + 32 : p[i]);
-		p = e;
+			*o++ = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
 	}
 	*o = 0;
 	return out;
