@@ -17,8 +17,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define MAX_SINGLE_PUT (5LL * 1024 * 1024 * 1024)  /* AWS: 5 GiB per PUT or copy source */
-#define MAX_USER_META 2048                         /* AWS: user metadata, names + values */
 #define META_PREFIX "x-amz-meta-"
 #define META_PREFIX_LEN (sizeof(META_PREFIX) - 1)
 #define DEFAULT_CONTENT_TYPE "binary/octet-stream"
@@ -161,7 +159,7 @@ static bool collect_request_meta(cn_s3_req *r, meta_list *m)
 		if (nm.len > META_PREFIX_LEN && strncasecmp(nm.p, META_PREFIX, META_PREFIX_LEN) == 0) {
 			char *ln = lower_dup(r, nm);
 			user += nm.len - META_PREFIX_LEN + val.len;
-			if (user > MAX_USER_META) {
+			if (user > CN_S3_MAX_USER_META) {
 				cn_s3_error(r, CN_S3_MetadataTooLarge, NULL);
 				return false;
 			}
@@ -515,7 +513,7 @@ void cn_s3_put_object(cn_s3_req *r)
 		cn_s3_error(r, CN_S3_MissingContentLength, NULL);
 		goto done;
 	}
-	if (r->body_len > MAX_SINGLE_PUT) {
+	if (r->body_len > CN_S3_MAX_SINGLE_PUT) {
 		cn_s3_error(r, CN_S3_EntityTooLarge, NULL);
 		goto done;
 	}
@@ -537,7 +535,7 @@ void cn_s3_put_object(cn_s3_req *r)
 	c.rd.read = cn_s3_put_read;
 	c.r = r;
 	c.src = r->body;
-	c.limit = MAX_SINGLE_PUT;
+	c.limit = CN_S3_MAX_SINGLE_PUT;
 	cn_put_opts opts = {
 		.meta = m.v, .nmeta = m.n, .size = r->body_len, .seal = cn_s3_put_seal, .seal_ctx = &c,
 	};
@@ -695,7 +693,7 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 		            "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
 		goto done;
 	}
-	if (sinfo.size > MAX_SINGLE_PUT) {
+	if (sinfo.size > CN_S3_MAX_SINGLE_PUT) {
 		cn_s3_error(r, CN_S3_InvalidRequest,
 		            "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120");
 		goto done;
@@ -736,7 +734,7 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 	c.rd.read = cn_s3_put_read;
 	c.r = r;
 	c.src = cn_obj_reader_stream(rd);
-	c.limit = MAX_SINGLE_PUT;
+	c.limit = CN_S3_MAX_SINGLE_PUT;
 	cn_put_opts opts = {
 		.meta = m.v, .nmeta = m.n, .size = sinfo.size, .seal = cn_s3_put_seal, .seal_ctx = &c,
 	};

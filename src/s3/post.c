@@ -43,8 +43,6 @@
 #include <time.h>
 
 #define MAX_PRE_DATA (20 * 1024)                   /* AWS: fields before the file */
-#define MAX_SINGLE_PUT (5LL * 1024 * 1024 * 1024)  /* AWS: 5 GiB per PUT */
-#define MAX_USER_META 2048
 
 /* Policy text for error messages. */
 static const char *policy_msg(cn_s3_req *r, const char *what, const char *detail)
@@ -389,7 +387,7 @@ static bool form_meta(cn_s3_req *r, const cn_form *f, cn_s3_put_ctx *c, cn_kv **
 				return false;
 			}
 			user += nl - 11 + fl->len;
-			if (user > MAX_USER_META) {
+			if (user > CN_S3_MAX_USER_META) {
 				cn_s3_error(r, CN_S3_MetadataTooLarge, NULL);
 				return false;
 			}
@@ -465,22 +463,6 @@ static char *expand_key(cn_s3_req *r, const char *key, const char *filename)
 	memcpy(k + a, filename, fl);
 	memcpy(k + a + fl, at + 11, rest + 1);
 	return k;
-}
-
-/* Percent-encodes s (RFC 3986 unreserved kept; '/' too when keep_slash). */
-static void url_encode_into(cn_buf *b, const char *s, bool keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		    c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
-			cn_buf_append(b, (const char *)&c, 1);
-		} else {
-			char e[3] = { '%', hex[c >> 4], hex[c & 15] };
-			cn_buf_append(b, e, 3);
-		}
-	}
 }
 
 /* The size check of content-length-range, run by the object layer's seal before anything
@@ -607,7 +589,7 @@ void cn_s3_post_object(cn_s3_req *r)
 	c.rd.read = cn_s3_put_read;
 	c.r = r;
 	c.src = &f.file;
-	c.limit = pr.have_range && pr.max < MAX_SINGLE_PUT ? pr.max : MAX_SINGLE_PUT;
+	c.limit = pr.have_range && pr.max < CN_S3_MAX_SINGLE_PUT ? pr.max : CN_S3_MAX_SINGLE_PUT;
 	post_seal ps = { &c, &pr };
 	cn_put_opts opts = { .meta = meta, .nmeta = nmeta, .size = -1, .seal = seal, .seal_ctx = &ps };
 	e = cn_obj_put(r->store, r->bucket, key, &c.rd, &opts, &out);
@@ -637,10 +619,10 @@ void cn_s3_post_object(cn_s3_req *r)
 	}
 	if (!r->vhost) {
 		cn_buf_append(&b, "/", 1);
-		url_encode_into(&b, r->bucket, false);
+		cn_url_encode(&b, cn_str_c(r->bucket), false);
 	}
 	cn_buf_append(&b, "/", 1);
-	url_encode_into(&b, key, true);
+	cn_url_encode(&b, cn_str_c(key), true);
 	char *location = cn_s3_strndup(r, b.p, b.len);
 	b.len = 0;
 	const cn_form_field *rf = cn_form_get(&f, "success_action_redirect");
@@ -649,11 +631,11 @@ void cn_s3_post_object(cn_s3_req *r)
 	if (redirect && *redirect && header_value_ok(rf)) { /* else ignored, as a bad URL */
 		cn_buf_append(&b, redirect, strlen(redirect));
 		cn_buf_append(&b, strchr(redirect, '?') ? "&bucket=" : "?bucket=", 8);
-		url_encode_into(&b, r->bucket, false);
+		cn_url_encode(&b, cn_str_c(r->bucket), false);
 		cn_buf_append(&b, "&key=", 5);
-		url_encode_into(&b, key, false);
+		cn_url_encode(&b, cn_str_c(key), false);
 		cn_buf_append(&b, "&etag=", 6);
-		url_encode_into(&b, etag, false);
+		cn_url_encode(&b, cn_str_c(etag), false);
 		cn_s3_resp_start(r, 303);
 		cn_http_resp_header(r->x, "Location", cn_s3_strndup(r, b.p, b.len));
 		cn_http_resp_header(r->x, "ETag", etag);

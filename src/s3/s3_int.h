@@ -72,6 +72,8 @@ bool cn_s3_metrics(cn_s3_server *s, cn_http_exchange *x, const cn_http_req *h);
 
 typedef struct cn_s3_arena_block cn_s3_arena_block;
 
+#define CN_S3_MAX_SINGLE_PUT (5LL * 1024 * 1024 * 1024) /* AWS: 5 GiB per PUT or copy source */
+#define CN_S3_MAX_USER_META 2048                        /* AWS: user metadata, names + values */
 #define CN_S3_MAX_REPLY_HEADERS 6
 #define CN_S3_MAX_CORS_HEADERS 8
 

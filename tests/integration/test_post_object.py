@@ -10,7 +10,7 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import ACCESS, REGION, SECRET, err_code, make_client, parse_error, rand_bytes, raw
+from conftest import ACCESS, REGION, SECRET, err_code, rand_bytes, raw, signing_key
 
 BOUNDARY = "----cairnFormBoundary7MA4YWxkTrZu0gW"
 
@@ -56,10 +56,7 @@ def v4_form(bucket, conditions, expiration=None, extra=(), secret=SECRET):
                                 {"x-amz-credential": cred}, {"x-amz-date": amzdate}]
     policy = base64.b64encode(json.dumps({"expiration": exp, "conditions": conds}).encode()).decode()
 
-    def h(k, m):
-        return hmac.new(k, m.encode(), hashlib.sha256).digest()
-    k = h(h(h(h(("AWS4" + secret).encode(), date8), REGION), "s3"), "aws4_request")
-    sig = hmac.new(k, policy.encode(), hashlib.sha256).hexdigest()
+    sig = hmac.new(signing_key(secret, date8), policy.encode(), hashlib.sha256).hexdigest()
     return [("bucket", bucket), *extra, ("x-amz-algorithm", "AWS4-HMAC-SHA256"),
             ("x-amz-credential", cred), ("x-amz-date", amzdate), ("policy", policy),
             ("x-amz-signature", sig)]
