@@ -613,10 +613,58 @@ static bool payload_mode(cn_str v, cn_payload_mode *m)
 	return true;
 }
 
+/* Whether `name` is one of the ';'-separated SignedHeaders (names compare case-blind). */
+static bool is_signed(cn_str signed_headers, cn_str name)
+{
+	size_t i = 0;
+	while (i <= signed_headers.len) {
+		size_t j = i;
+		while (j < signed_headers.len && signed_headers.p[j] != ';')
+			j++;
+		if (str_ieq((cn_str){ signed_headers.p + i, j - i }, name))
+			return true;
+		i = j + 1;
+	}
+	return false;
+}
+
+/* Rule A1: a V4 request does only what was signed. Every x-amz-* header it carries must be
+ * among its SignedHeaders, as AWS requires ("There were headers present in the request
+ * which were not signed"): otherwise the holder of a presigned upload URL could add
+ * x-amz-copy-source and copy any object the signer can read into its slot, or store
+ * metadata, tags or a storage class the signer never chose. x-amz-content-sha256 is
+ * exempt on header-signed requests only: its value is the payload hash that ends the
+ * canonical request, so the signature covers it anyway. The first unsigned name goes to
+ * out->headers_not_signed. (SigV2 signs every x-amz-* header by construction:
+ * v2_string_to_sign.) */
+static cn_auth_err v4_headers_signed(const cn_http_req *req, cn_str signed_headers, bool presigned,
+				     cn_auth_result *out)
+{
+	size_t nh = req->nheaders < CN_HTTP_MAX_HEADERS ? req->nheaders : CN_HTTP_MAX_HEADERS;
+	for (size_t k = 0; k < nh; k++) {
+		cn_str nm = req->headers[k].name;
+		if (nm.len < 6 || !str_ieq((cn_str){ nm.p, 6 }, CN_STR("x-amz-")))
+			continue;
+		if (!presigned && str_ieq(nm, CN_STR("x-amz-content-sha256")))
+			continue;
+		if (is_signed(signed_headers, nm))
+			continue;
+		copy_str(out->headers_not_signed, sizeof out->headers_not_signed, nm);
+		for (char *c = out->headers_not_signed; *c; c++)
+			*c = lower(*c);
+		out->detail = "There were headers present in the request which were not signed";
+		return CN_AUTH_HEADERS_NOT_SIGNED;
+	}
+	return CN_AUTH_OK;
+}
+
 /* Looks the key up, builds the canonical request, compares, fills `out`. */
 static cn_auth_err v4_verify(const cn_auth_config *cfg, const cn_http_req *req, const v4parts *v,
 			     cn_str amz_date, cn_str payload_hash, bool presigned, cn_auth_result *out)
 {
+	cn_auth_err ae = v4_headers_signed(req, v->signed_headers, presigned, out);
+	if (ae)
+		return ae;
 	if (!cfg->lookup) {
 		out->detail = "no credential store";
 		return CN_AUTH_UNKNOWN_KEY;
@@ -742,7 +790,8 @@ static cn_auth_err v4_header(const cn_auth_config *cfg, const cn_http_req *req, 
 		return ae;
 
 	/* The payload hash. When x-amz-content-sha256 is absent (some SDKs omit it) a bodiless
-	 * request is signed with the empty-body hash and anything else as UNSIGNED-PAYLOAD. */
+	 * request is signed with the empty-body hash; a request with a body must say how its
+	 * body is protected (AWS: InvalidRequest), else an unsigned body would pass as signed. */
 	const cn_str *cs = hdr_get(req, "x-amz-content-sha256");
 	cn_str ph;
 	if (cs) {
@@ -756,8 +805,8 @@ static cn_auth_err v4_header(const cn_auth_config *cfg, const cn_http_req *req, 
 		ph = CN_STR(CN_EMPTY_SHA256);
 		out->payload = CN_PAYLOAD_SHA256;
 	} else {
-		ph = CN_STR("UNSIGNED-PAYLOAD");
-		out->payload = CN_PAYLOAD_UNSIGNED;
+		out->detail = "Missing required header for this request: x-amz-content-sha256";
+		return CN_AUTH_MISSING_CONTENT_SHA256;
 	}
 	if (out->payload == CN_PAYLOAD_SHA256)
 		copy_str(out->content_sha256, sizeof out->content_sha256, ph);

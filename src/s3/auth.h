@@ -35,6 +35,10 @@ typedef enum cn_auth_err {
 	CN_AUTH_BAD_CONTENT_SHA256,     /* InvalidArgument: bad x-amz-content-sha256 value */
 	CN_AUTH_UNSUPPORTED,            /* NotImplemented (e.g. unknown algorithm) */
 	CN_AUTH_EXPIRES_TOO_LARGE,      /* AuthorizationQueryParametersError: X-Amz-Expires > 7 days */
+	CN_AUTH_MISSING_CONTENT_SHA256, /* InvalidRequest: V4 header-signed with a body and no
+	                                   x-amz-content-sha256 */
+	CN_AUTH_HEADERS_NOT_SIGNED,     /* AccessDenied: an x-amz-* header is not among the signed
+	                                   ones (V4; the name in headers_not_signed) */
 } cn_auth_err;
 
 /* How the body is protected (from x-amz-content-sha256 for V4). */
@@ -73,6 +77,7 @@ typedef struct cn_auth_result {
 	char seed_signature[65];         /* the request's own signature, hex */
 	char region[64];
 	const char *detail;              /* static text for the error message, may be NULL */
+	char headers_not_signed[129];    /* CN_AUTH_HEADERS_NOT_SIGNED: the header's name */
 } cn_auth_result;
 
 /* Authenticates a request head. now_ms is the server's wall clock. On CN_AUTH_OK `out`

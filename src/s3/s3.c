@@ -148,6 +148,8 @@ void cn_s3_error(cn_s3_req *r, cn_s3_code code, const char *message)
 	cn_xml_open(&b, "Error", NULL);
 	cn_xml_elem(&b, "Code", s3_errors[code].code);
 	cn_xml_elem(&b, "Message", msg);
+	if (r->error_elem)
+		cn_xml_elem(&b, r->error_elem, r->error_elem_value);
 	if (r->bucket && r->bucket[0])
 		cn_xml_elem(&b, "BucketName", r->bucket);
 	if (r->key && r->key[0])
@@ -567,6 +569,8 @@ static cn_s3_code auth_code(cn_auth_err e)
 	case CN_AUTH_BAD_CONTENT_SHA256: return CN_S3_InvalidArgument;
 	case CN_AUTH_UNSUPPORTED: return CN_S3_InvalidArgument;
 	case CN_AUTH_EXPIRES_TOO_LARGE: return CN_S3_AuthorizationQueryParametersError;
+	case CN_AUTH_MISSING_CONTENT_SHA256: return CN_S3_InvalidRequest;
+	case CN_AUTH_HEADERS_NOT_SIGNED: return CN_S3_AccessDenied;
 	}
 	return CN_S3_AccessDenied;
 }
@@ -877,6 +881,10 @@ void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x)
 		cn_auth_err ae = r.browser_post ? CN_AUTH_OK : cn_auth_check(&ac, h, cn_now_ms(), &r.auth);
 		if (ae != CN_AUTH_OK) {
 			rejected_auth = true;
+			if (ae == CN_AUTH_HEADERS_NOT_SIGNED) {
+				r.error_elem = "HeadersNotSigned";
+				r.error_elem_value = r.auth.headers_not_signed;
+			}
 			cn_s3_error(&r, auth_code(ae), auth_message(ae, &r.auth));
 			goto out;
 		}

@@ -102,6 +102,8 @@ typedef struct cn_s3_req {
 	int64_t body_len;      /* payload length when known (Content-Length, or
 	                          x-amz-decoded-content-length for aws-chunked), else -1 */
 	cn_s3_code body_error;
+	/* One more element for the next cn_s3_error's XML (e.g. HeadersNotSigned), or NULL. */
+	const char *error_elem, *error_elem_value;
 	/* The bucket's CORS headers for this request (s3/cors.c), sent by cn_s3_resp_start. */
 	cn_kv cors[CN_S3_MAX_CORS_HEADERS];
 	size_t ncors;

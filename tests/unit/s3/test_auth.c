@@ -64,6 +64,8 @@ static void mkreq(cn_http_req *r, const char *method, const char *target, const 
 			r->host = hh->value;
 		if (cn_str_ieq_c(hh->name, "content-length"))
 			r->content_length = strtoll(v, NULL, 10);
+		if (cn_str_ieq_c(hh->name, "transfer-encoding"))
+			r->chunked = true;
 	}
 }
 
@@ -457,9 +459,18 @@ TEST(test_absent_content_sha)
 	CHECK_EQ_INT(res.payload, CN_PAYLOAD_SHA256);
 	CHECK_EQ_STR(res.content_sha256, EMPTY_SHA);
 	CHECK_EQ_INT(self_signed("GET", "/k", h, 2, "host;x-amz-date", "UNSIGNED-PAYLOAD", &res), CN_AUTH_SIGNATURE_MISMATCH);
-	/* With a body: UNSIGNED-PAYLOAD. */
+	/* With a body the header is required (AWS: InvalidRequest), whatever was signed. */
 	h[2] = "Content-Length: 5";
-	CHECK_EQ_INT(self_signed("PUT", "/k", h, 3, "host;x-amz-date", "UNSIGNED-PAYLOAD", &res), CN_AUTH_OK);
+	CHECK_EQ_INT(self_signed("PUT", "/k", h, 3, "host;x-amz-date", "UNSIGNED-PAYLOAD", &res),
+		     CN_AUTH_MISSING_CONTENT_SHA256);
+	CHECK_EQ_INT(self_signed("PUT", "/k", h, 3, "host;x-amz-date", EMPTY_SHA, &res),
+		     CN_AUTH_MISSING_CONTENT_SHA256);
+	h[2] = "Transfer-Encoding: chunked";
+	CHECK_EQ_INT(self_signed("PUT", "/k", h, 3, "host;x-amz-date", "UNSIGNED-PAYLOAD", &res),
+		     CN_AUTH_MISSING_CONTENT_SHA256);
+	h[2] = "x-amz-content-sha256: UNSIGNED-PAYLOAD";
+	h[3] = "Content-Length: 5";
+	CHECK_EQ_INT(self_signed("PUT", "/k", h, 4, "host;x-amz-date", "UNSIGNED-PAYLOAD", &res), CN_AUTH_OK);
 	CHECK_EQ_INT(res.payload, CN_PAYLOAD_UNSIGNED);
 	/* Header values: trimmed, inner runs folded; case-insensitive names; Date instead of
 	 * x-amz-date. */
@@ -490,6 +501,54 @@ static cn_auth_err presigned(const char *target, int64_t now, cn_auth_result *re
 	mkreq(&r, "GET", target, h);
 	cn_auth_config cfg = cfg_default();
 	return cn_auth_check(&cfg, &r, now, res);
+}
+
+/* Rule A1: every x-amz-* header must be signed (x-amz-content-sha256 exempt when
+ * header-signed); the first unsigned one is named. */
+TEST(test_unsigned_amz_headers)
+{
+	cn_auth_result res;
+	const char *h[8] = { "Host: b.example", "x-amz-date: 20130524T000000Z",
+			     "x-amz-content-sha256: UNSIGNED-PAYLOAD", "Content-Length: 5",
+			     "X-Amz-Copy-Source: /secret/payroll.csv" };
+	CHECK_EQ_INT(self_signed("PUT", "/k", h, 5, "host;x-amz-date", "UNSIGNED-PAYLOAD", &res),
+		     CN_AUTH_HEADERS_NOT_SIGNED);
+	CHECK_EQ_STR(res.headers_not_signed, "x-amz-copy-source");
+	CHECK_EQ_INT(self_signed("PUT", "/k", h, 5, "host;x-amz-copy-source;x-amz-date", "UNSIGNED-PAYLOAD",
+				 &res), CN_AUTH_OK);
+	/* the signed list's case does not matter */
+	CHECK_EQ_INT(self_signed("PUT", "/k", h, 5, "host;X-AMZ-COPY-SOURCE;x-amz-date", "UNSIGNED-PAYLOAD",
+				 &res), CN_AUTH_OK);
+	h[4] = "x-amz-meta-owner: mallory";
+	CHECK_EQ_INT(self_signed("PUT", "/k", h, 5, "host;x-amz-date", "UNSIGNED-PAYLOAD", &res),
+		     CN_AUTH_HEADERS_NOT_SIGNED);
+	CHECK_EQ_STR(res.headers_not_signed, "x-amz-meta-owner");
+	/* x-amz-date itself unsigned */
+	CHECK_EQ_INT(self_signed("PUT", "/k", h, 4, "host", "UNSIGNED-PAYLOAD", &res), CN_AUTH_HEADERS_NOT_SIGNED);
+	CHECK_EQ_STR(res.headers_not_signed, "x-amz-date");
+	/* a name that only starts like a signed one is not signed */
+	h[4] = "x-amz-tagging-extra: a=b";
+	CHECK_EQ_INT(self_signed("PUT", "/k", h, 5, "host;x-amz-date;x-amz-tagging", "UNSIGNED-PAYLOAD", &res),
+		     CN_AUTH_HEADERS_NOT_SIGNED);
+	/* other headers need not be signed */
+	h[4] = "Content-Type: text/plain";
+	CHECK_EQ_INT(self_signed("PUT", "/k", h, 5, "host;x-amz-date", "UNSIGNED-PAYLOAD", &res), CN_AUTH_OK);
+	/* presigned: an x-amz-* header the URL did not sign is refused, x-amz-content-sha256 too */
+	const char *ok = "/test.txt?" PRE_Q "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG;
+	int64_t now = amz_ms("20130524T100000Z");
+	static const char *const extra[][3] = {
+		{ "Host: examplebucket.s3.amazonaws.com", "x-amz-copy-source: /other/secret", NULL },
+		{ "Host: examplebucket.s3.amazonaws.com", "X-Amz-Tagging: a=b", NULL },
+		{ "Host: examplebucket.s3.amazonaws.com", "x-amz-storage-class: REDUCED_REDUNDANCY", NULL },
+		{ "Host: examplebucket.s3.amazonaws.com", "x-amz-website-redirect-location: /x", NULL },
+		{ "Host: examplebucket.s3.amazonaws.com", "x-amz-content-sha256: UNSIGNED-PAYLOAD", NULL },
+	};
+	for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
+		cn_http_req r;
+		mkreq(&r, "GET", ok, extra[i]);
+		cn_auth_config cfg = cfg_default();
+		CHECK_EQ_INT(cn_auth_check(&cfg, &r, now, &res), CN_AUTH_HEADERS_NOT_SIGNED);
+	}
 }
 
 TEST(test_presigned)
@@ -790,6 +849,7 @@ int main(void)
 	RUN(test_wrong_secret);
 	RUN(test_date_and_content_sha);
 	RUN(test_absent_content_sha);
+	RUN(test_unsigned_amz_headers);
 	RUN(test_presigned);
 	RUN(test_streaming_signed);
 	RUN(test_streaming_signed_trailer);
