@@ -86,7 +86,8 @@ static cn_conn_verdict serve(void *ctx, cn_conn *c)
 
 static cn_conn_verdict serve_inline(void *ctx, cn_conn *c)
 {
-	return (cn_conn_verdict)cn_http_serve_inline(c, (cn_http_handler)cn_s3_handle, ctx);
+	return (cn_conn_verdict)cn_http_serve_inline(c, (cn_http_handler)cn_s3_handle,
+	                                             (cn_http_preread_fn)cn_s3_preread, ctx);
 }
 
 static void server_usage(FILE *f)
@@ -436,6 +437,10 @@ int cn_cli_server(int argc, char **argv)
 	}
 	const char *lg = getenv("CAIRN_LINGER_MS");
 	const char *grow = getenv("CAIRN_WORKERS_GROW_AFTER_MS"); /* net.h; tests: -1 */
+	/* net.h invariant 7: bytes/s a client must keep up while a worker waits on it, after a
+	 * grace (defaults 1024 and 10000 ms; a negative rate: none) */
+	const char *min_rate = getenv("CAIRN_API_MIN_RATE");
+	const char *rate_grace = getenv("CAIRN_API_RATE_GRACE_MS");
 	if (loops == 0) {
 		/* one loop per two CPUs: the other half runs workers (hashing, disk). On the
 		 * 2-core bench machines one loop used less CPU per request than two for the
@@ -450,7 +455,9 @@ int cn_cli_server(int argc, char **argv)
 	                     .linger_ms = lg ? atoi(lg) : 50,
 	                     .inline_handler = getenv("CAIRN_NO_INLINE") ? NULL : serve_inline,
 	                     .reuseport = loops > 1,
-	                     .grow_after_ms = grow ? atoi(grow) : 0 };
+	                     .grow_after_ms = grow ? atoi(grow) : 0,
+	                     .min_rate = min_rate ? atoi(min_rate) : 0,
+	                     .rate_grace_ms = rate_grace ? atoi(rate_grace) : 0 };
 	for (int i = 0; i < loops; i++) {
 		cn_net *net = NULL;
 		if ((e = cn_net_new(&nc, serve, s3, &net))) {

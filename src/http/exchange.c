@@ -5,8 +5,11 @@
  * connection buffer can be reused for body read-ahead while the parsed cn_str views stay
  * valid). Bodies are decoded from Content-Length or chunked framing; "100 Continue" is sent
  * on the first body read. After the handler, the exchange decides the connection's fate:
- * an unread body is drained when small, otherwise the connection closes (invariant: we
- * never reuse a connection whose framing we are unsure of). */
+ * an unread body is skipped when the connection buffer already holds all of it, otherwise
+ * the answer says "Connection: close" and the loop drains what still comes (a worker
+ * never waits for a body nobody reads: net.h invariant 8); a connection whose framing we
+ * are unsure of is never reused. A response of at most NOWAIT_MAX bytes is sent without
+ * waiting: what the socket does not take at once goes to c->out, for the loop. */
 #include "http/http.h"
 #include "net/net.h"
 
@@ -18,7 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DRAIN_MAX (1 << 20)
+/* Responses up to this size never make a worker wait for the client (net.h invariant 8):
+ * error answers, small reads, every answer to an unauthenticated request. */
+#define NOWAIT_MAX (16 * 1024)
 
 struct cn_http_exchange {
 	cn_conn *c;
@@ -31,6 +36,7 @@ struct cn_http_exchange {
 	int64_t body_in;         /* body bytes handed to the handler or drained */
 	cn_http_chunked chunked;
 	bool body_started, body_done, continue_sent;
+	bool body_nowait;        /* cn_http_body_nowait */
 	bool io_error;
 	/* response */
 	int status;
@@ -39,6 +45,8 @@ struct cn_http_exchange {
 	bool head_built, head_sent, close;
 	bool is_head;
 	bool inline_mode;        /* on the loop thread: output never blocks (out_write) */
+	bool nowait_out;         /* on a worker, a response of <= NOWAIT_MAX: output never
+	                            blocks either; the rest goes to obuf, then c->out */
 	bool deferred;           /* inline request that must be redone on a worker */
 	bool on_wire;            /* inline: response bytes reached the socket (no deferral now) */
 	bool sent_fd;            /* the body went out with sendfile (a large read) */
@@ -87,6 +95,8 @@ static void maybe_continue(cn_http_exchange *x)
 	if (x->body_started)
 		return;
 	x->body_started = true;
+	if (x->c->continue_sent)
+		x->continue_sent = true; /* the loop sent it while gathering the body */
 	if (x->req.expect_continue && !x->continue_sent && x->c->off == x->c->len) {
 		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 		if (cn_conn_write(x->c, cont, sizeof cont - 1) != CN_OK)
@@ -114,6 +124,8 @@ static ssize_t body_read(cn_reader *rd, void *buf, size_t len)
 		}
 		if ((int64_t)len > x->body_left)
 			len = (size_t)x->body_left;
+		if (x->body_nowait && x->c->off == x->c->len)
+			return -(ssize_t)CN_ERR_BUSY;
 		ssize_t r = cn_conn_read(x->c, buf, len);
 		if (r == 0)
 			r = -CN_ERR_CLOSED;
@@ -134,6 +146,8 @@ static ssize_t body_read(cn_reader *rd, void *buf, size_t len)
 			return 0;
 		}
 		if (c->off == c->len) {
+			if (x->body_nowait)
+				return -(ssize_t)CN_ERR_BUSY;
 			cn_err e = cn_conn_fill(c, 1, 1 << 20);
 			if (e) {
 				x->io_error = true;
@@ -162,6 +176,18 @@ static ssize_t body_read(cn_reader *rd, void *buf, size_t len)
 cn_reader *cn_http_body(cn_http_exchange *x)
 {
 	return &x->body;
+}
+
+void cn_http_body_nowait(cn_http_exchange *x, bool on)
+{
+	x->body_nowait = on;
+}
+
+/* Body bytes of this request already in the connection buffer (Content-Length framing). */
+static int64_t body_buffered(const cn_http_exchange *x)
+{
+	int64_t have = (int64_t)(x->c->len - x->c->off);
+	return have < x->body_left ? have : x->body_left;
 }
 
 void cn_http_resp_start(cn_http_exchange *x, int status)
@@ -269,14 +295,13 @@ static cn_err build_head(cn_http_exchange *x, int64_t length)
 	x->resp_len = length;
 	if (length < 0)
 		x->close = true;
-	/* A request body the handler did not read (an error answered early) can only be
-	 * skipped when it is small and surely coming; otherwise say now that we will close,
-	 * so the client does not send its next request on a connection we drop. */
+	/* A request body the handler did not read (an error answered early) is skipped only
+	 * when all of it is buffered already; otherwise say now that we will close, so the
+	 * client does not send its next request on a connection we drop (finish). */
 	bool has_body = x->req.chunked || x->req.content_length > 0;
-	if (has_body && !x->body_done &&
-	    ((x->req.expect_continue && !x->body_started) || x->req.chunked ||
-	     x->body_left > DRAIN_MAX))
+	if (has_body && !x->body_done && (x->req.chunked || body_buffered(x) < x->body_left))
 		x->close = true;
+	x->nowait_out = !x->inline_mode && (x->is_head || (length >= 0 && length <= NOWAIT_MAX));
 	time_t now = time(NULL);
 	if (now != date_cache_sec) {
 		cn_time_http((int64_t)now * 1000, date_cache);
@@ -335,14 +360,14 @@ static cn_err build_head(cn_http_exchange *x, int64_t length)
  * possible while nothing is on the wire. more: further bytes of this response follow. */
 static cn_err out_writev(cn_http_exchange *x, const struct iovec *iov, int n, bool more)
 {
-	if (!x->inline_mode)
+	if (!x->inline_mode && !x->nowait_out)
 		return cn_conn_writev(x->c, iov, n, more);
 	if (x->deferred)
 		return CN_ERR_BUSY;
 	size_t total = 0;
 	for (int i = 0; i < n; i++)
 		total += iov[i].iov_len;
-	if (x->inline_total + total > INLINE_MAX) {
+	if (x->inline_mode && x->inline_total + total > INLINE_MAX) {
 		if (x->on_wire) /* not reached: bodies over INLINE_MAX / 2 defer at send_head */
 			return CN_ERR_TOO_LARGE;
 		x->deferred = true;
@@ -499,8 +524,8 @@ static cn_err w_send_fd(cn_writer *w, int fd, int64_t off, int64_t len)
 	}
 	if (x->io_error)
 		return CN_ERR_CLOSED;
-	if (x->inline_mode)
-		return send_fd_copy(x, fd, off, len);
+	if (x->inline_mode || x->nowait_out)
+		return send_fd_copy(x, fd, off, len); /* small: through memory, never waiting */
 	x->sent_fd = true;
 	cn_err e = flush_head(x, NULL, 0, true);
 	if (!e)
@@ -560,33 +585,51 @@ static cn_conn_verdict finish(cn_http_exchange *x)
 		return CN_CONN_CLOSE; /* short response: framing is broken, close */
 	bool has_body = x->req.chunked || x->req.content_length > 0;
 	bool unread = has_body && !x->body_done;
-	cn_conn_verdict close = unread ? CN_CONN_DRAIN_CLOSE : CN_CONN_CLOSE;
-	if (x->close || !x->req.keep_alive)
-		return close;
-	if (unread) {
-		if (x->req.expect_continue && !x->body_started)
-			return close; /* the client may or may not send the body: close */
-		if (!x->req.chunked && x->body_left > DRAIN_MAX)
-			return close;
-		char tmp[16384];
-		size_t drained = 0;
-		for (;;) {
-			ssize_t r = x->body.read(&x->body, tmp, sizeof tmp);
-			if (r == 0)
-				break;
-			if (r < 0)
-				return x->io_error ? CN_CONN_CLOSE : close;
-			drained += (size_t)r;
-			if (drained > DRAIN_MAX)
-				return close;
-		}
+	if (unread && !x->req.chunked && body_buffered(x) == x->body_left) {
+		x->c->off += (size_t)x->body_left; /* all of it is here: skip it, no wait */
+		x->body_in += x->body_left;
+		x->body_left = 0;
+		x->body_done = true;
+		unread = false;
 	}
+	if (unread) /* the loop discards what still comes (net.h invariant 5) */
+		return CN_CONN_DRAIN_CLOSE;
+	if (x->close || !x->req.keep_alive)
+		return CN_CONN_CLOSE;
 	return CN_CONN_KEEP;
 }
 
 /* Serves the request whose head is buffered at c->off. Returns CN_CONN_KEEP/CLOSE, or
  * CN_CONN_DEFER in inline mode when the request must run on a worker (c->off restored). */
-static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, void *ctx, bool inline_mode)
+/* Inline: a request with a body goes to a worker, once the bytes of it that pre asks for
+ * are buffered (net.h invariant 8). */
+static cn_conn_verdict preread_or_defer(cn_conn *c, const cn_http_req *req, size_t hlen,
+                                        cn_http_preread_fn pre, void *ctx)
+{
+	if (!pre || req->chunked || req->content_length <= 0)
+		return CN_CONN_DEFER;
+	size_t want = pre(ctx, req);
+	if (want > CN_HTTP_PREREAD_MAX)
+		want = CN_HTTP_PREREAD_MAX;
+	if ((int64_t)want > req->content_length)
+		want = (size_t)req->content_length;
+	if (want == 0 || c->len - c->off >= hlen + want)
+		return CN_CONN_DEFER;
+	if (req->expect_continue && !c->continue_sent) {
+		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		struct iovec v = { (void *)cont, sizeof cont - 1 };
+		size_t sent = 0;
+		/* an empty send buffer takes 25 bytes; a client that reads nothing: its loss */
+		if (cn_conn_send_nowv(c, &v, 1, false, &sent) != CN_OK || sent != v.iov_len)
+			return CN_CONN_CLOSE;
+		c->continue_sent = true;
+	}
+	c->preread = hlen + want;
+	return CN_CONN_MORE;
+}
+
+static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, cn_http_preread_fn pre, void *ctx,
+                                 bool inline_mode)
 {
 	cn_http_exchange x;
 	memset(&x, 0, sizeof x);
@@ -613,9 +656,12 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, void *ctx, bool 
 	}
 	if (inline_mode && (x.req.chunked || x.req.content_length > 0 ||
 	                    !(cn_str_eq_c(x.req.method, "GET") || cn_str_eq_c(x.req.method, "HEAD")))) {
+		cn_conn_verdict v = preread_or_defer(c, &x.req, hlen, pre, ctx);
 		free(x.head);
-		return CN_CONN_DEFER;
+		return v;
 	}
+	if (!inline_mode)
+		cn_conn_rate_reset(c); /* net.h invariant 7: this request's waits */
 	c->off += hlen;
 	if (!c->head_ns)
 		c->head_ns = cn_mono_ns(); /* a head a worker read itself */
@@ -659,12 +705,15 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, void *ctx, bool 
 		return CN_CONN_DEFER; /* head_ns kept: the worker's run counts from it */
 	}
 	c->head_ns = 0;
-	if (inline_mode) {
+	c->continue_sent = false;
+	if (inline_mode || x.obuf.len) {
 		CN_ASSERT(!c->out);
 		c->out = x.obuf.p; /* what the socket did not take: the connection owns it, the
 		                    * loop sends it */
 		c->out_off = 0;
 		c->out_len = x.obuf.len;
+	} else {
+		cn_buf_fini(&x.obuf);
 	}
 	return verdict;
 }
@@ -672,15 +721,15 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, void *ctx, bool 
 int cn_http_serve(struct cn_conn *c, cn_http_handler h, void *ctx)
 {
 	for (;;) {
-		cn_conn_verdict v = serve_one(c, h, ctx, false);
-		if (v != CN_CONN_KEEP)
-			return v;
+		cn_conn_verdict v = serve_one(c, h, NULL, ctx, false);
+		if (v != CN_CONN_KEEP || c->out)
+			return v; /* c->out: the loop sends it before the next request */
 		if (!cn_conn_has_head(c))
 			return CN_CONN_KEEP;
 	}
 }
 
-int cn_http_serve_inline(struct cn_conn *c, cn_http_handler h, void *ctx)
+int cn_http_serve_inline(struct cn_conn *c, cn_http_handler h, cn_http_preread_fn pre, void *ctx)
 {
-	return serve_one(c, h, ctx, true);
+	return serve_one(c, h, pre, ctx, true);
 }

@@ -137,6 +137,11 @@ const cn_http_req *cn_http_request(cn_http_exchange *x);
  * -CN_ERR_CLOSED when the peer closed early; -CN_ERR_TIMEOUT; -CN_ERR_INVALID for bad
  * chunked framing. */
 cn_reader *cn_http_body(cn_http_exchange *x);
+/* While on, a body read that would have to wait for the client answers -CN_ERR_BUSY
+ * instead (it returns what is buffered first): for a handler that reads what an
+ * unauthenticated client sent before it knows who the client is (net.h CN_CONN_MORE: the
+ * loop gathered those bytes). */
+void cn_http_body_nowait(cn_http_exchange *x, bool on);
 /* Remote address as text ("127.0.0.1:5555"). */
 const char *cn_http_peer(cn_http_exchange *x);
 /* The request id (16 hex chars + NUL), also sent as x-amz-request-id. */
@@ -185,6 +190,12 @@ bool cn_http_deferred(cn_http_exchange *x);
 struct cn_conn;
 typedef void (*cn_http_handler)(void *ctx, cn_http_exchange *x);
 int cn_http_serve(struct cn_conn *c, cn_http_handler h, void *ctx); /* cn_conn_verdict */
+/* How many bytes of a request's body the loop gathers before a worker takes the request
+ * (at most CN_HTTP_PREREAD_MAX; 0: none): the handler's say on which clients a worker
+ * must never wait for (net.h CN_CONN_MORE). Called on the loop thread with the parsed
+ * head of a request that has a Content-Length body. */
+#define CN_HTTP_PREREAD_MAX (64 * 1024)
+typedef size_t (*cn_http_preread_fn)(void *ctx, const cn_http_req *req);
 /* Loop thread: serves one bodiless GET/HEAD without blocking — its response (at most
  * ~160 KiB) goes to the socket as far as the socket takes it at once, the rest is left in
  * c->out for the loop to send. Returns CN_CONN_DEFER, with nothing consumed or sent, for
@@ -192,6 +203,9 @@ int cn_http_serve(struct cn_conn *c, cn_http_handler h, void *ctx); /* cn_conn_v
  * it was sent (the handler's output is then discarded and a worker runs it again: handlers
  * of GET/HEAD must have no side effects before they respond); a file-backed rest after
  * bytes were sent is read into memory instead. */
-int cn_http_serve_inline(struct cn_conn *c, cn_http_handler h, void *ctx);
+int cn_http_serve_inline(struct cn_conn *c, cn_http_handler h, cn_http_preread_fn pre, void *ctx);
+/* For a request with a Content-Length body and pre(ctx, req) = n > 0, the inline server
+ * answers CN_CONN_MORE (c->preread = head + min(n, Content-Length)) until that much is
+ * buffered, sending "100 Continue" first when the client waits for it; then DEFER. */
 
 #endif

@@ -20,7 +20,20 @@
  *     they stay). A worker blocked in a call that cannot be interrupted (a hung drive:
  *     drive.h health W6, W8) then holds only itself, and the requests that do not need
  *     what hangs are served. A pool that is merely busy finishes requests and does not
- *     grow. */
+ *     grow.
+ *  7. A worker waits on a client only while the client keeps up: every wait (a read of
+ *     its body, a write of a response it does not read) ends after io_timeout_ms, and
+ *     after rate_grace_ms of waiting in all the client must have moved min_rate bytes per
+ *     second of waiting (bytes moved / time waited, counted per request from
+ *     cn_conn_rate_reset; time the worker spends on its own work does not count). A
+ *     client dripping a byte every few seconds is cut off after the grace instead of
+ *     holding a worker for ever.
+ *  8. No worker waits on an unauthenticated client. The inline handler decides per head
+ *     (CN_CONN_MORE): the loop gathers such a request's body, up to the bytes the
+ *     handler asked for, under the header timeout, before a worker takes it; a worker
+ *     sends a small response without waiting and leaves what the socket did not take in
+ *     c->out for the loop (http/exchange.c); what the worker did not read of a body is
+ *     drained by the loop (invariant 5). */
 #include "net/net.h"
 
 #include <arpa/inet.h>
@@ -216,6 +229,7 @@ static void reply_and_close(cn_net *n, cn_conn *c, const char *msg, size_t len)
 
 static void dispatch(cn_net *n, cn_conn *c)
 {
+	c->preread = 0;
 	if (!c->head_ns) /* the head after a long pipeline (serve_ready stamped the others) */
 		c->head_ns = cn_mono_ns();
 	set_events(n, c, EV_NONE); /* a worker will own it: the loop must not see its events */
@@ -290,7 +304,10 @@ static bool flush_out(cn_net *n, cn_conn *c)
 	c->out_off = c->out_len = 0;
 	if (c->close_after) {
 		shutdown(c->fd, SHUT_WR);
-		conn_close(n, c);
+		if (c->drain_after)
+			start_drain(n, c); /* the client may still be sending a body (invariant 5) */
+		else
+			conn_close(n, c);
 		return false;
 	}
 	return true;
@@ -307,12 +324,28 @@ static void serve_ready(cn_net *n, cn_conn *c)
 			dispatch(n, c);
 			return;
 		}
+		c->preread = 0;
 		cn_conn_verdict v = n->cfg.inline_handler(n->ctx, c);
 		if (v == CN_CONN_DEFER) {
 			dispatch(n, c);
 			return;
 		}
+		if (v == CN_CONN_MORE) { /* invariant 8: read on, under the head's deadline */
+			CN_ASSERT(c->preread > c->len - c->off);
+			if (c->off > 0) { /* the request starts the buffer: room for what it needs */
+				memmove(c->buf, c->buf + c->off, c->len - c->off);
+				c->len -= c->off;
+				c->off = 0;
+			}
+			if (c->state != ST_HEAD) {
+				c->state = ST_HEAD;
+				c->deadline_ms = cn_mono_ms() + n->cfg.header_timeout_ms;
+			}
+			set_events(n, c, EV_IN);
+			return;
+		}
 		c->close_after = v == CN_CONN_CLOSE;
+		c->drain_after = false;
 		if (!flush_out(n, c))
 			return;
 		if (!cn_conn_has_head(c)) {
@@ -359,8 +392,11 @@ static void on_readable(cn_net *n, cn_conn *c, uint32_t events)
 				c->scanned = c->scanned > c->off ? c->scanned - c->off : 0;
 				c->off = 0;
 			}
+			size_t limit = n->cfg.max_head + 4;
+			if (c->preread > limit)
+				limit = c->preread; /* an inline handler's bound (CN_CONN_MORE) */
 			if (c->len == c->cap) {
-				if (c->cap >= n->cfg.max_head + 4) {
+				if (c->cap >= limit) {
 					static const char too_big[] =
 						"HTTP/1.1 431 Request Header Fields Too Large\r\n"
 						"Connection: close\r\nContent-Length: 0\r\n\r\n";
@@ -368,8 +404,8 @@ static void on_readable(cn_net *n, cn_conn *c, uint32_t events)
 					return;
 				}
 				size_t ncap = c->cap * 2;
-				if (ncap > n->cfg.max_head + 4)
-					ncap = n->cfg.max_head + 4;
+				if (ncap > limit)
+					ncap = limit;
 				char *nb = realloc(c->buf, ncap);
 				if (!nb) {
 					conn_close(n, c);
@@ -386,7 +422,7 @@ static void on_readable(cn_net *n, cn_conn *c, uint32_t events)
 				c->deadline_ms = cn_mono_ms() + n->cfg.header_timeout_ms;
 			}
 			c->len += (size_t)r;
-			if (head_complete(c)) {
+			if (c->preread ? c->len - c->off >= c->preread : head_complete(c)) {
 				serve_ready(n, c);
 				return;
 			}
@@ -485,7 +521,14 @@ static void on_back(cn_net *n)
 			conn_close(n, c);
 			continue;
 		}
-		if (c->drain_close) { /* the worker shut it for writing (CN_CONN_DRAIN_CLOSE) */
+		if (c->out) { /* what the socket did not take of a worker's response (invariant 8) */
+			if (!flush_out(n, c))
+				continue; /* closed, draining, or waiting for EPOLLOUT (on_writable) */
+			if (cn_conn_has_head(c)) {
+				serve_ready(n, c);
+				continue;
+			}
+		} else if (c->drain_close) { /* the worker shut it for writing (CN_CONN_DRAIN_CLOSE) */
 			start_drain(n, c);
 			continue;
 		}
@@ -590,9 +633,13 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&n->mu);
 
 		cn_conn_verdict v = n->handler(n->ctx, c);
-		while (v == CN_CONN_KEEP && !(c->loop_next && n->cfg.inline_handler) && linger(n, c))
+		while (v == CN_CONN_KEEP && !c->out && !(c->loop_next && n->cfg.inline_handler) && linger(n, c))
 			v = n->handler(n->ctx, c);
-		if (v == CN_CONN_CLOSE) {
+		c->close_after = c->drain_after = false;
+		if (c->out) { /* the loop sends the rest of the response, then does the rest */
+			c->close_after = v == CN_CONN_CLOSE || v == CN_CONN_DRAIN_CLOSE;
+			c->drain_after = v == CN_CONN_DRAIN_CLOSE;
+		} else if (v == CN_CONN_CLOSE) {
 			close(c->fd); /* closing removes it from epoll */
 			c->fd = -1;
 		} else if (v == CN_CONN_DRAIN_CLOSE) {
@@ -643,6 +690,10 @@ cn_err cn_net_new(const cn_net_config *cfg, cn_net_handler h, void *ctx, cn_net 
 		n->cfg.header_timeout_ms = 15000;
 	if (n->cfg.io_timeout_ms <= 0)
 		n->cfg.io_timeout_ms = 30000;
+	if (n->cfg.min_rate == 0)
+		n->cfg.min_rate = 1024;
+	if (n->cfg.rate_grace_ms <= 0)
+		n->cfg.rate_grace_ms = 10000;
 	if (n->cfg.max_conns <= 0)
 		n->cfg.max_conns = 20000;
 	if (n->cfg.linger_ms < 0)
@@ -847,11 +898,36 @@ void cn_net_free(cn_net *n)
 
 /* ---- worker-side I/O ---------------------------------------------------------------- */
 
+void cn_conn_rate_reset(cn_conn *c)
+{
+	c->rate_waited_ms = 0;
+	c->rate_bytes = 0;
+}
+
+/* Invariant 7: how long this wait may last. The client has earned grace + bytes/min_rate
+ * of waiting; what it used already is rate_waited_ms. */
+static int wait_budget_ms(const cn_conn *c)
+{
+	const cn_net_config *cfg = &c->net->cfg;
+	int64_t budget = cfg->io_timeout_ms;
+	if (cfg->min_rate > 0) {
+		int64_t earned = cfg->rate_grace_ms + c->rate_bytes * 1000 / cfg->min_rate;
+		if (earned - c->rate_waited_ms < budget)
+			budget = earned - c->rate_waited_ms;
+	}
+	return budget > 0 ? (int)budget : 0;
+}
+
 static int wait_fd(cn_conn *c, short what)
 {
 	struct pollfd p = { .fd = c->fd, .events = what };
 	for (;;) {
-		int r = poll(&p, 1, c->net->cfg.io_timeout_ms);
+		int budget = wait_budget_ms(c);
+		if (budget <= 0)
+			return -CN_ERR_TIMEOUT;
+		int64_t t0 = cn_mono_ms();
+		int r = poll(&p, 1, budget);
+		c->rate_waited_ms += cn_mono_ms() - t0;
 		if (r > 0)
 			return 0;
 		if (r == 0)
@@ -873,8 +949,10 @@ ssize_t cn_conn_read(cn_conn *c, void *buf, size_t len)
 	}
 	for (;;) {
 		ssize_t r = recv(c->fd, buf, len, MSG_DONTWAIT);
-		if (r >= 0)
+		if (r >= 0) {
+			c->rate_bytes += r;
 			return r;
+		}
 		if (errno == EINTR)
 			continue;
 		if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -916,6 +994,7 @@ cn_err cn_conn_fill(cn_conn *c, size_t want, size_t max)
 		ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
 		if (r > 0) {
 			c->len += (size_t)r;
+			c->rate_bytes += r;
 			continue;
 		}
 		if (r == 0)
@@ -949,6 +1028,7 @@ static cn_err send_all_iov(cn_conn *c, struct iovec *iov, int n, bool more)
 			}
 			return CN_ERR_CLOSED;
 		}
+		c->rate_bytes += w;
 		size_t left = (size_t)w;
 		while (n > 0 && left >= iov->iov_len) {
 			left -= iov->iov_len;
@@ -1023,6 +1103,7 @@ cn_err cn_conn_sendfile(cn_conn *c, int fd, int64_t off, int64_t len)
 		}
 		if (w == 0)
 			return CN_ERR_IO; /* file shorter than expected */
+		c->rate_bytes += w;
 		len -= w;
 	}
 	return CN_OK;

@@ -45,6 +45,17 @@ typedef struct cn_conn {
 	                         first byte counts the wait for a worker */
 	int64_t drain_end_ms; /* loop-private: the drain ends by then at the latest */
 	int64_t drain_bytes;  /* loop-private: bytes discarded so far */
+	/* Pre-read (CN_CONN_MORE): the buffered request is served once this many bytes from
+	 * off are buffered; 0: once its head is. Set by the inline handler, cleared by the
+	 * loop at dispatch. */
+	size_t preread;
+	bool continue_sent;   /* "100 Continue" already sent for the buffered request (the
+	                         loop's pre-read sends it); the http layer clears it */
+	bool drain_after;     /* loop-private: drain (invariant 5) once c->out is sent */
+	/* A worker's waits on this client (invariant 7): time spent waiting and bytes moved
+	 * since cn_conn_rate_reset. */
+	int64_t rate_waited_ms;
+	int64_t rate_bytes;
 } cn_conn;
 
 /* What a handler tells the loop. CN_CONN_DEFER (inline handler only): this request must
@@ -56,7 +67,15 @@ typedef struct cn_conn {
  * CN_DRAIN_MAX_BYTES in all, then closes. Closing at once with unread bytes in the
  * socket makes the kernel send a reset, which can destroy the response before the
  * client reads it (nginx's lingering_close does the same for the same reason). */
-typedef enum { CN_CONN_KEEP, CN_CONN_CLOSE, CN_CONN_DEFER, CN_CONN_DRAIN_CLOSE } cn_conn_verdict;
+/* CN_CONN_MORE (inline handler only): the request may not go to a worker before
+ * c->preread bytes (its head and the start of its body) are buffered — an unauthenticated
+ * request's body is gathered by the loop, under the header timeout, so that no worker ever
+ * waits on such a client. Nothing was consumed; the loop reads on and calls the inline
+ * handler again.
+ * A worker's handler may leave response bytes in c->out (a small response the socket did
+ * not take at once): the loop sends them, without a worker, then parks, closes or drains
+ * the connection as the verdict says. */
+typedef enum { CN_CONN_KEEP, CN_CONN_CLOSE, CN_CONN_DEFER, CN_CONN_DRAIN_CLOSE, CN_CONN_MORE } cn_conn_verdict;
 #define CN_DRAIN_WAIT_MS 5000
 #define CN_DRAIN_TOTAL_MS 30000
 #define CN_DRAIN_MAX_BYTES ((int64_t)256 << 20)
@@ -72,6 +91,11 @@ typedef struct cn_net_config {
 	int idle_timeout_ms;    /* keep-alive idle (default 60 s) */
 	int header_timeout_ms;  /* first byte to complete head (default 15 s) */
 	int io_timeout_ms;      /* a worker's blocking read/write stall (default 30 s) */
+	/* Invariant 7 of loop.c: while a worker waits on a client, the client must move at
+	 * least min_rate bytes/s on average, after a grace of rate_grace_ms (defaults 1024 and
+	 * 10000; min_rate < 0: no rate, the stall bound alone). */
+	int min_rate;
+	int rate_grace_ms;
 	int max_conns;          /* default 20000 */
 	size_t max_head;        /* head limit (CN_HTTP_MAX_HEAD) */
 	int linger_ms;          /* keep a worker on its connection this long for the next
@@ -113,7 +137,10 @@ typedef struct cn_net_stats {
 } cn_net_stats;
 void cn_net_get_stats(cn_net *n, cn_net_stats *out);
 
-/* Worker-side blocking I/O on a connection (bounded by io_timeout_ms). */
+/* Worker-side blocking I/O on a connection: each wait is bounded by io_timeout_ms and by
+ * the client's rate (invariant 7), counted from the last cn_conn_rate_reset (the http
+ * layer calls it as each request starts). A wait past either bound: CN_ERR_TIMEOUT. */
+void cn_conn_rate_reset(cn_conn *c);
 /* Reads buffered bytes first, then from the socket. >0 bytes, 0 at EOF, -CN_ERR_TIMEOUT,
  * -CN_ERR_CLOSED (reset), -CN_ERR_IO. */
 ssize_t cn_conn_read(cn_conn *c, void *buf, size_t len);

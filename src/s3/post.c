@@ -483,26 +483,6 @@ static cn_err seal(void *ctx, const unsigned char md5[16], int64_t size, cn_kv *
 	return cn_s3_put_seal(ps->c, md5, size, add, nadd);
 }
 
-/* The fields before the file are read before any signature can be checked, so an
- * unauthenticated client dripping them a byte at a time could hold a worker for hours
- * (each read may wait the connection's I/O timeout). The whole phase gets PRE_DATA_MS;
- * a read after it fails with CN_ERR_TIMEOUT (RequestTimeout). The file is not limited. */
-#define PRE_DATA_MS 30000
-
-typedef struct deadline_reader {
-	cn_reader rd;
-	cn_reader *src;
-	int64_t until_ms; /* 0: no deadline */
-} deadline_reader;
-
-static ssize_t deadline_read(cn_reader *rd, void *buf, size_t len)
-{
-	deadline_reader *d = (deadline_reader *)rd;
-	if (d->until_ms && cn_mono_ms() > d->until_ms)
-		return -(ssize_t)CN_ERR_TIMEOUT;
-	return d->src->read(d->src, buf, len);
-}
-
 void cn_s3_post_object(cn_s3_req *r)
 {
 	char boundary[CN_FORM_MAX_BOUNDARY + 1];
@@ -520,13 +500,19 @@ void cn_s3_post_object(cn_s3_req *r)
 		cn_s3_error(r, CN_S3_MalformedPOSTRequest, NULL);
 		goto done;
 	}
-	deadline_reader dl = { { deadline_read }, r->body, cn_mono_ms() + PRE_DATA_MS };
-	cn_err e = cn_form_open(&f, &dl.rd, boundary, MAX_PRE_DATA);
-	dl.until_ms = 0;
+	if (r->h->chunked || r->h->content_length < 0) {
+		cn_s3_error(r, CN_S3_MissingContentLength, NULL);
+		goto done;
+	}
+	/* The fields before the file are read before any signature can be checked: only from
+	 * what the loop gathered before a worker took the request (cn_s3_preread), never
+	 * waiting on the client, which is not authenticated yet (net.h invariant 8). Fields
+	 * that run past those bytes are too long. The file is read after the check. */
+	cn_http_body_nowait(r->x, true);
+	cn_err e = cn_form_open(&f, r->body, boundary, MAX_PRE_DATA);
+	cn_http_body_nowait(r->x, false);
 	if (e != CN_OK) {
-		if (e == CN_ERR_TIMEOUT)
-			cn_s3_error(r, CN_S3_RequestTimeout, NULL);
-		else if (e == CN_ERR_TOO_LARGE)
+		if (e == CN_ERR_TOO_LARGE || e == CN_ERR_BUSY)
 			cn_s3_error(r, CN_S3_MaxPostPreDataLengthExceeded, NULL);
 		else if (e == CN_ERR_NOT_FOUND)
 			cn_s3_error(r, CN_S3_IncorrectNumberOfFilesInPostRequest, NULL);

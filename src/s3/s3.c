@@ -841,6 +841,21 @@ void cn_s3_req_init(cn_s3_req *r, cn_s3_server *s, cn_http_exchange *x)
 	r->head = cn_str_eq_c(r->h->method, "HEAD");
 }
 
+size_t cn_s3_preread(void *ctx, const cn_http_req *req)
+{
+	(void)ctx;
+	if (cn_http_req_header(req, "authorization"))
+		return 0;
+	/* a presigned request (V4 or V2): its credentials are in the query */
+	cn_str q = req->query;
+	static const char *const marks[] = { "X-Amz-Signature=", "X-Amz-Credential=", "Signature=",
+	                                     "AWSAccessKeyId=" };
+	for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+		if (memmem(q.p, q.len, marks[i], strlen(marks[i])))
+			return 0;
+	return CN_HTTP_PREREAD_MAX;
+}
+
 void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x)
 {
 	const cn_http_req *h = cn_http_request(x);

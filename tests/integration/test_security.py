@@ -1,5 +1,6 @@
-"""Attacks on what a request may do, written as the attacker sends them: unsigned x-amz-*
-headers added to signed and presigned requests."""
+"""Attacks on what a request may do and on the workers, written as the attacker sends them
+(docs/SECURITY.md): unsigned x-amz-* headers added to signed and presigned requests, and
+anonymous or slow clients that try to hold the server's workers."""
 
 import http.client
 import socket
@@ -145,3 +146,131 @@ def test_sigv2_signs_every_amz_header(server, two_buckets):
     r = send_url(server, "PUT", put, {"x-amz-copy-source": "/secret-bkt/payroll.csv"})
     assert r.status == 403 and r.error()["Code"] == "SignatureDoesNotMatch", r
 
+
+# --- 2. no anonymous client holds a worker; a slow client is cut off ------------------------
+
+@pytest.fixture
+def small_pool():
+    """A server with 4 workers that never grow (CAIRN_WORKERS_GROW_AFTER_MS=-1), a minimum
+    client rate of 1 KiB/s after 2 s, and a bucket."""
+    env = {"CAIRN_WORKERS_GROW_AFTER_MS": "-1", "CAIRN_API_MIN_RATE": "1024",
+           "CAIRN_API_RATE_GRACE_MS": "2000"}
+    with running_server(extra_args=["--workers", "4"], env=env) as srv:
+        yield srv
+
+
+def drip_connections(srv, head, n):
+    """n connections that send `head` and then nothing yet; the caller drips."""
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        s.sendall(head)
+        socks.append(s)
+    return socks
+
+
+def drip(socks, seconds, every=0.5):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for s in socks:
+            try:
+                s.send(b"a")
+            except OSError:
+                pass
+        time.sleep(every)
+
+
+def timed_signed_put(srv, key):
+    t0 = time.monotonic()
+    s3 = make_client(srv, read_timeout=20)
+    s3.put_object(Bucket="pool", Key=key, Body=b"x" * 1000)
+    return time.monotonic() - t0
+
+
+@pytest.mark.parametrize("head", [
+    # the auditor's request: a health check with a body it never finishes
+    b"POST /minio/health/live HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n",
+    # an anonymous upload
+    b"PUT /pool/anon HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n",
+    # a browser form whose fields before the file come a byte at a time
+    b"POST /pool HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=XyZ\r\n"
+    b"Content-Length: 100000\r\n\r\n--XyZ\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\n",
+], ids=["health", "anonymous-put", "form-fields"])
+def test_anonymous_slow_bodies_hold_no_worker(small_pool, head):
+    srv = small_pool
+    make_client(srv).create_bucket(Bucket="pool")
+    socks = drip_connections(srv, head, 16)  # 4 times the pool
+    try:
+        stop = threading.Event()
+
+        def dripper():
+            while not stop.is_set():
+                drip(socks, 0.6)
+        t = threading.Thread(target=dripper)
+        t.start()
+        try:
+            time.sleep(1.0)
+            took = [timed_signed_put(srv, f"k{i}") for i in range(3)]
+        finally:
+            stop.set()
+            t.join()
+        assert max(took) < 3, took  # was: no answer for 75 s with 140 connections
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_anonymous_body_gets_its_answer_at_once_and_a_close(server):
+    """An answer sent before the body was read says Connection: close and comes at once."""
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    try:
+        s.sendall(b"PUT /drop/x HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n" + b"a" * 70000)
+        t0 = time.monotonic()
+        data = b""
+        while b"</Error>" not in data:
+            chunk = s.recv(65536)
+            assert chunk, data
+            data += chunk
+        assert time.monotonic() - t0 < 2
+        head = data.split(b"\r\n\r\n", 1)[0].decode()
+        assert head.startswith("HTTP/1.1 403 ")
+        assert "Connection: close" in head
+    finally:
+        s.close()
+
+
+def test_signed_dripping_body_is_cut_off(small_pool):
+    """A signed upload that falls below 1 KiB/s after its 2 s grace loses its worker."""
+    srv = small_pool
+    make_client(srv).create_bucket(Bucket="pool")
+    url = f"http://127.0.0.1:{srv.port}/pool/drip"
+    hdrs = sign_headers("PUT", url, {"Content-Length": "100000"}, "UNSIGNED-PAYLOAD")
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=15)
+    try:
+        s.sendall(f"PUT /pool/drip HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n".encode() + b"".join(f"{k}: {v}\r\n".encode() for k, v in hdrs.items())
+                  + b"\r\n")
+        t0 = time.monotonic()
+        closed = False
+        data = b""
+        while time.monotonic() - t0 < 10 and not closed:
+            try:
+                s.send(b"d")
+            except OSError:
+                closed = True
+                break
+            s.settimeout(0.5)
+            try:
+                chunk = s.recv(4096)
+                if not chunk:
+                    closed = True
+                data += chunk
+            except socket.timeout:
+                pass
+        assert closed or data, "the server kept waiting on a client that sends 2 B/s"
+        assert time.monotonic() - t0 < 6
+        if data:
+            assert b" 400 " in data.split(b"\r\n", 1)[0] and b"RequestTimeout" in data, data[:300]
+    finally:
+        s.close()
+    with pytest.raises(Exception):
+        make_client(srv).head_object(Bucket="pool", Key="drip")
