@@ -318,7 +318,9 @@ static cn_err append_folded(cn_buf *b, cn_str v)
 	return CN_OK;
 }
 
-static cn_err canonical_headers(const cn_http_req *req, cn_str signed_headers, cn_buf *b)
+/* matched (optional): bit k set when request header k is among the signed ones. */
+static cn_err canonical_headers(const cn_http_req *req, cn_str signed_headers, cn_buf *b,
+				uint64_t *matched)
 {
 	if (signed_headers.len == 0)
 		return CN_ERR_INVALID;
@@ -353,6 +355,8 @@ static cn_err canonical_headers(const cn_http_req *req, cn_str signed_headers, c
 			if ((e = append_folded(b, req->headers[k].value)))
 				return e;
 			found = true;
+			if (matched)
+				matched[k / 64] |= (uint64_t)1 << (k % 64);
 		}
 		if (!found) {
 			/* What the client signed may be absent from the head we see: the Host header
@@ -375,8 +379,8 @@ static cn_err canonical_headers(const cn_http_req *req, cn_str signed_headers, c
 	return CN_OK;
 }
 
-cn_err cn_sigv4_canonical_request(const cn_http_req *req, cn_str signed_headers,
-				  cn_str payload_hash, bool presigned, cn_buf *b)
+static cn_err canonical_request(const cn_http_req *req, cn_str signed_headers, cn_str payload_hash,
+				bool presigned, cn_buf *b, uint64_t *matched)
 {
 	cn_err e = cn_buf_append(b, req->method.p, req->method.len);
 	if (!e)
@@ -404,7 +408,7 @@ cn_err cn_sigv4_canonical_request(const cn_http_req *req, cn_str signed_headers,
 	if (!e)
 		e = cn_buf_append(b, "\n", 1);
 	if (!e)
-		e = canonical_headers(req, signed_headers, b);
+		e = canonical_headers(req, signed_headers, b, matched);
 	if (!e)
 		e = cn_buf_append(b, "\n", 1);
 	if (!e)
@@ -416,6 +420,12 @@ cn_err cn_sigv4_canonical_request(const cn_http_req *req, cn_str signed_headers,
 	if (!e && b->len > CANON_MAX)
 		e = CN_ERR_TOO_LARGE;
 	return e;
+}
+
+cn_err cn_sigv4_canonical_request(const cn_http_req *req, cn_str signed_headers,
+				  cn_str payload_hash, bool presigned, cn_buf *b)
+{
+	return canonical_request(req, signed_headers, payload_hash, presigned, b, NULL);
 }
 
 /* The signing key changes once a day per (secret, region, service): each worker thread
@@ -613,21 +623,6 @@ static bool payload_mode(cn_str v, cn_payload_mode *m)
 	return true;
 }
 
-/* Whether `name` is one of the ';'-separated SignedHeaders (names compare case-blind). */
-static bool is_signed(cn_str signed_headers, cn_str name)
-{
-	size_t i = 0;
-	while (i <= signed_headers.len) {
-		size_t j = i;
-		while (j < signed_headers.len && signed_headers.p[j] != ';')
-			j++;
-		if (str_ieq((cn_str){ signed_headers.p + i, j - i }, name))
-			return true;
-		i = j + 1;
-	}
-	return false;
-}
-
 /* Rule A1: a V4 request does only what was signed. Every x-amz-* header it carries must be
  * among its SignedHeaders, as AWS requires ("There were headers present in the request
  * which were not signed"): otherwise the holder of a presigned upload URL could add
@@ -637,17 +632,18 @@ static bool is_signed(cn_str signed_headers, cn_str name)
  * canonical request, so the signature covers it anyway. The first unsigned name goes to
  * out->headers_not_signed. (SigV2 signs every x-amz-* header by construction:
  * v2_string_to_sign.) */
-static cn_auth_err v4_headers_signed(const cn_http_req *req, cn_str signed_headers, bool presigned,
+_Static_assert(CN_HTTP_MAX_HEADERS <= 128, "the signed-header mask holds every header");
+static cn_auth_err v4_headers_signed(const cn_http_req *req, const uint64_t matched[2], bool presigned,
 				     cn_auth_result *out)
 {
 	size_t nh = req->nheaders < CN_HTTP_MAX_HEADERS ? req->nheaders : CN_HTTP_MAX_HEADERS;
 	for (size_t k = 0; k < nh; k++) {
 		cn_str nm = req->headers[k].name;
-		if (nm.len < 6 || !str_ieq((cn_str){ nm.p, 6 }, CN_STR("x-amz-")))
+		if ((matched[k / 64] >> (k % 64)) & 1)
+			continue; /* signed (canonical_headers found it) */
+		if (nm.len < 6 || (nm.p[0] | 0x20) != 'x' || !str_ieq((cn_str){ nm.p, 6 }, CN_STR("x-amz-")))
 			continue;
 		if (!presigned && str_ieq(nm, CN_STR("x-amz-content-sha256")))
-			continue;
-		if (is_signed(signed_headers, nm))
 			continue;
 		copy_str(out->headers_not_signed, sizeof out->headers_not_signed, nm);
 		for (char *c = out->headers_not_signed; *c; c++)
@@ -662,9 +658,6 @@ static cn_auth_err v4_headers_signed(const cn_http_req *req, cn_str signed_heade
 static cn_auth_err v4_verify(const cn_auth_config *cfg, const cn_http_req *req, const v4parts *v,
 			     cn_str amz_date, cn_str payload_hash, bool presigned, cn_auth_result *out)
 {
-	cn_auth_err ae = v4_headers_signed(req, v->signed_headers, presigned, out);
-	if (ae)
-		return ae;
 	if (!cfg->lookup) {
 		out->detail = "no credential store";
 		return CN_AUTH_UNKNOWN_KEY;
@@ -688,11 +681,18 @@ static cn_auth_err v4_verify(const cn_auth_config *cfg, const cn_http_req *req, 
 
 	cn_buf b;
 	cn_buf_init(&b);
-	cn_err e = cn_sigv4_canonical_request(req, v->signed_headers, payload_hash, presigned, &b);
+	uint64_t matched[2] = { 0, 0 };
+	cn_err e = canonical_request(req, v->signed_headers, payload_hash, presigned, &b, matched);
 	if (e) {
 		cn_buf_fini(&b);
 		out->detail = e == CN_ERR_NOMEM ? "out of memory" : "request cannot be canonicalised";
 		return CN_AUTH_MALFORMED;
+	}
+	cn_auth_err ae = v4_headers_signed(req, matched, presigned, out);
+	if (ae) {
+		cn_buf_fini(&b);
+		OPENSSL_cleanse(out->signing_key, sizeof out->signing_key);
+		return ae;
 	}
 	char sig[65];
 	cn_sigv4_signature(out->signing_key, amz_date, cn_str_c(out->scope), (cn_str){ b.p, b.len }, sig);
