@@ -24,2372 +24,24 @@
  *      (docs/PERF.md).
  * Measured (tests/unit/object/bench_put.c, docs/FORMAT.md §6): 32 threads of 4 KiB puts on
  * a 2-core VM (ext4, virtio): 4462 puts/s without the barrier, 1642 puts/s with it. */
-#include "drive/drive.h"
+#include "drive/local_int.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <linux/futex.h>
-#include <limits.h>
-#include <pthread.h>
-#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <linux/futex.h>
 #include <linux/openat2.h>
-
-#define SYS_DIR ".cairn.sys"
-#define TMP_DIR ".cairn.sys/tmp"
-#define REC_NAME "%meta"    /* the record of a key whose leaf is longer than FLAT_MAX */
-#define FLAT_PREFIX "%m."  /* "%m.<leaf>": a key's current record, beside its folder */
-#define FLAT_MAX (255 - 3) /* longest leaf stored as FLAT_PREFIX + leaf (NAME_MAX) */
-#define WALK_REC_MAX (64u << 20)
-#define PATH_CAP 4096
-
-/* One syncfs group commit per filesystem (S1-S3): drives that are folders of one
- * filesystem share it, since one syncfs flushes all of them (S4). */
-typedef struct syncgroup {
-	dev_t dev;
-	int refs;
-	pthread_mutex_t mu;          /* started, running, want_next, the counters */
-	uint64_t started;            /* S1 */
-	_Atomic uint64_t completed;  /* S1, read without the mutex by woken waiters */
-	_Atomic uint64_t failed_gen; /* S3 */
-	_Atomic uint32_t wake[2];    /* S5: futex words, bumped to wake a generation */
-	bool want_next[2];           /* S5: a waiter sleeps for generation started + 1 */
-	bool running;
-	uint64_t barriers, flushes;
-	struct syncgroup *next;
-} syncgroup;
-
-/* Record files freed by deletes, kept for the next small write (pool_take, pool_give). */
-#define POOL_MAX 4096
-#define POOL_KEEP_BYTES 4096  /* larger pool files are truncated when pooled (P4) */
-typedef struct rec_pool {
-	pthread_mutex_t mu;
-	uint32_t next;           /* pool file names handed out so far: tmp/<n % 64>/p<n> */
-	uint32_t n;
-	uint32_t ids[POOL_MAX];  /* a stack: the most recently freed is reused first */
-} rec_pool;
-
-typedef struct local_drive {
-	cn_drive base;
-	int root_fd;
-	bool durable;
-	bool sync_mode_full;     /* default: every sync() is a syncfs group commit;
-	                            CAIRN_SYNC=fsync: targeted fsyncs (below) */
-	syncgroup *sg;
-	rec_pool pool;
-	/* The folder in use (root_fd) and whether it was a mounted filesystem's root when
-	 * opened (replaced, reopen: the drive monitor's thread only). */
-	dev_t dev;
-	ino_t ino;
-	bool mount_root;
-	bool warned_bare;        /* "nothing mounted at the path" logged since the last change */
-	bool absent;            /* on a placeholder until reopen finds the folder (open_absent) */
-	atomic_bool no_nowait;  /* its filesystem refused a no-wait read (EOPNOTSUPP) */
-} local_drive;
-
-static pthread_mutex_t groups_mu = PTHREAD_MUTEX_INITIALIZER;
-static syncgroup *groups;
-
-static syncgroup *group_get(dev_t dev)
-{
-	pthread_mutex_lock(&groups_mu);
-	syncgroup *g = groups;
-	while (g && g->dev != dev)
-		g = g->next;
-	if (!g && (g = calloc(1, sizeof *g))) {
-		g->dev = dev;
-		pthread_mutex_init(&g->mu, NULL);
-		g->next = groups;
-		groups = g;
-	}
-	if (g)
-		g->refs++;
-	pthread_mutex_unlock(&groups_mu);
-	return g;
-}
-
-static void group_put(syncgroup *g)
-{
-	if (!g)
-		return;
-	pthread_mutex_lock(&groups_mu);
-	if (--g->refs == 0) {
-		syncgroup **pp = &groups;
-		while (*pp != g)
-			pp = &(*pp)->next;
-		*pp = g->next;
-		pthread_mutex_destroy(&g->mu);
-		free(g);
-	}
-	pthread_mutex_unlock(&groups_mu);
-}
-
-struct cn_drive_file {
-	local_drive *d;
-	int fd;
-	char path[256];
-};
-
-struct cn_drive_rfile {
-	int fd;
-	int64_t size;
-};
-
-static local_drive *L(cn_drive *d) { return (local_drive *)d; }
-
-void cn_drive_random_id(char out[33])
-{
-	unsigned char r[16];
-	size_t got = 0;
-	while (got < sizeof r) {
-		ssize_t n = getrandom(r + got, sizeof r - got, 0);
-		if (n > 0)
-			got += (size_t)n;
-		else
-			CN_ASSERT(errno == EINTR);
-	}
-	cn_hex_encode(r, sizeof r, out);
-}
-
-/* Maps errno of a failed action on path to cn_err, logging the unexpected ones. */
-static cn_err map_errno(local_drive *d, int e, const char *action, const char *path)
-{
-	switch (e) {
-	case ENOSPC:
-	case EDQUOT:
-		cn_log(CN_LOG_WARN, NULL, "drive %s: %s %s: no space", d->base.endpoint, action, path);
-		return CN_ERR_NOSPACE;
-	case ENOMEM:
-		return CN_ERR_NOMEM;
-	case ENAMETOOLONG:
-		return CN_ERR_BAD_KEY;
-	default:
-		cn_log(CN_LOG_ERROR, NULL, "drive %s: %s %s: %s", d->base.endpoint, action, path,
-		       strerror(e));
-		return CN_ERR_IO;
-	}
-}
-
-/* --- names ------------------------------------------------------------------------- */
-
-static bool vol_ok(const char *vol)
-{
-	size_t n = strlen(vol);
-	return n > 0 && n < 64 && vol[0] != '.' && !strchr(vol, '/');
-}
-
-static bool id_ok(const char *id)
-{
-	size_t n = strlen(id);
-	if (n == 0 || n > CN_DRIVE_ID_MAX || id[0] == '.')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (id[i] == '/')
-			return false;
-	return true;
-}
-
-/* Appends the on-disk name of one key component (FORMAT.md §3). */
-static cn_err put_component(cn_buf *b, const char *c, size_t len)
-{
-	bool esc = len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.') ||
-	           c[0] == '%';
-	if (len + (esc ? 2 : 0) > 255)
-		return CN_ERR_BAD_KEY;
-	if (esc && cn_buf_append(b, "%=", 2))
-		return CN_ERR_NOMEM;
-	return cn_buf_append(b, c, len);
-}
-
-/* "vol/<escaped components of key>" into b (reset first). */
-static cn_err key_path(cn_buf *b, const char *vol, const char *key)
-{
-	b->len = 0;
-	if (!vol_ok(vol))
-		return CN_ERR_NO_BUCKET;
-	size_t klen = strlen(key);
-	if (klen == 0 || klen > 1024)
-		return CN_ERR_BAD_KEY;
-	cn_err e = cn_buf_puts(b, vol);
-	const char *p = key, *end = key + klen;
-	while (!e) {
-		const char *slash = memchr(p, '/', (size_t)(end - p));
-		size_t n = slash ? (size_t)(slash - p) : (size_t)(end - p);
-		e = cn_buf_append(b, "/", 1);
-		if (!e)
-			e = put_component(b, p, n);
-		if (!slash)
-			break;
-		p = slash + 1;
-	}
-	if (!e && b->len + 64 >= PATH_CAP)
-		e = CN_ERR_BAD_KEY;
-	return e;
-}
-
-/* The path of key's current record (FORMAT.md §3) into b (reset first): the file
- * "<parent folder>/%m.<leaf>" beside the key's folder, so an object without data folders
- * or versions (every small object) has no folder of its own; a leaf longer than FLAT_MAX
- * bytes keeps its record inside its folder ("<key folder>/%meta"). *dir_len: the length
- * of the folder part of b (the vol for a key without '/'). */
-static cn_err rec_path(cn_buf *b, const char *vol, const char *key, size_t *dir_len)
-{
-	cn_err e = key_path(b, vol, key);
-	if (e)
-		return e;
-	const char *leaf = strrchr(key, '/');
-	leaf = leaf ? leaf + 1 : key;
-	size_t ll = strlen(leaf);
-	if (ll > FLAT_MAX) {
-		*dir_len = b->len;
-		return cn_buf_puts(b, "/" REC_NAME);
-	}
-	/* the last component's on-disk name holds no '/' */
-	b->len = (size_t)(strrchr(b->p, '/') - b->p);
-	*dir_len = b->len;
-	e = cn_buf_append(b, "/" FLAT_PREFIX, 1 + strlen(FLAT_PREFIX));
-	if (!e)
-		e = cn_buf_append(b, leaf, ll);
-	return e;
-}
-
-/* Decodes an on-disk entry name into a key component; false for reserved names. */
-static bool decode_component(const char *name, const char **c)
-{
-	if (name[0] == '%') {
-		if (name[1] != '=')
-			return false;
-		*c = name + 2;
-		return true;
-	}
-	if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0)))
-		return false;
-	*c = name;
-	return true;
-}
-
-/* --- file helpers ------------------------------------------------------------------ */
-
-/* The tmp area is spread over TMP_SHARDS folders (tmp/00 .. tmp/3f) chosen by the tmp id,
- * so that concurrent writers do not all serialise on one folder's lock (perf showed the
- * kernel's directory rwsem as the top cost of small PUTs with a single tmp folder). */
-#define TMP_SHARDS 64
-/* A write's files in its tmp shard, named by its tmp id (32 hex, cn_drive_random_id):
- * <tmp id>.d, the version's data folder (create_file; renamed into the key's folder as
- * <data id> by rename_data or move_data), and <tmp id>.rec, its record until renamed over
- * the key's. No folder per write: one made and removed per drive and PUT had cost a
- * mkdir, an rmdir and a freed inode (which ext4 without a journal then skips, with a
- * lookup, on every allocation for minutes: docs/PERF.md). */
-#define TMP_DATA ".d"
-#define TMP_REC ".rec"
-/* TMP_DIR "/<2 hex digits: hash of the id>/" tmp_id rest, built by hand: snprintf was
- * 1,300 instructions a call, once per drive per PUT (callgrind). */
-static void tmp_path(char *out, size_t cap, const char *tmp_id, const char *rest)
-{
-	static const char hex[] = "0123456789abcdef";
-	unsigned h = 0;
-	size_t il = 0, rl = strlen(rest), dl = sizeof TMP_DIR - 1;
-	for (const char *p = tmp_id; *p; p++, il++)
-		h = h * 31 + (unsigned char)*p;
-	h %= TMP_SHARDS;
-	CN_ASSERT(dl + 4 + il + rl < cap); /* ids are bounded by CN_DRIVE_ID_MAX */
-	memcpy(out, TMP_DIR, dl);
-	out[dl] = '/';
-	out[dl + 1] = hex[(h >> 4) & 15];
-	out[dl + 2] = hex[h & 15];
-	out[dl + 3] = '/';
-	memcpy(out + dl + 4, tmp_id, il);
-	memcpy(out + dl + 4 + il, rest, rl + 1);
-}
-
-/* --- record file pool ------------------------------------------------------------------
- * ext4 without a journal (these machines' disks) does not reuse an inode freed in the last
- * minute (five while its inode-table block is dirty), and every allocation scans past each
- * such inode from the start of its group (fs/ext4/ialloc.c, find_inode_bit ->
- * recently_deleted): after many deletes, each new record file cost a long walk of inode
- * tables (perf: 28 % of all samples of 4 KiB PUTs on 16 drives after a DELETE phase). So a
- * deleted current record is renamed into tmp as a pool file rather than unlinked, and the
- * next small write reuses it (open + truncate + write + rename: no inode allocated or
- * freed; any filesystem saves the inode churn).
- *  P1. Only a file with one link is pooled: a record also linked as a noncurrent version
- *      (version_keep) is unlinked, never rewritten.
- *  P2. Record files are never held open past read_file_at (read whole, then closed), so no
- *      reader sees a pooled inode rewritten under it.
- *  P3. Pool files are tmp garbage: lost on a crash (tmp is emptied at open) and forgotten
- *      when tmp is; a pool name whose file is gone (a wiped drive) fails to open and the
- *      write creates its file as usual.
- *  P4. The pool holds at most POOL_MAX files of at most POOL_KEEP_BYTES each (a larger
- *      record is truncated as it is pooled): deleting objects frees their space but for
- *      at most 16 MiB per drive. */
-static void pool_path(char *out, size_t cap, uint32_t id)
-{
-	int n = snprintf(out, cap, TMP_DIR "/%02x/p%u", id % TMP_SHARDS, id);
-	CN_ASSERT(n > 0 && (size_t)n < cap);
-}
-
-/* A pool file to reuse, or false when the pool is empty. */
-static bool pool_take(local_drive *d, uint32_t *id)
-{
-	pthread_mutex_lock(&d->pool.mu);
-	bool ok = d->pool.n > 0;
-	if (ok)
-		*id = d->pool.ids[--d->pool.n];
-	pthread_mutex_unlock(&d->pool.mu);
-	return ok;
-}
-
-/* A new pool name for a record about to be freed, or false when the pool is full. */
-static bool pool_name(local_drive *d, uint32_t *id)
-{
-	pthread_mutex_lock(&d->pool.mu);
-	bool ok = d->pool.n < POOL_MAX;
-	if (ok)
-		*id = d->pool.next++;
-	pthread_mutex_unlock(&d->pool.mu);
-	return ok;
-}
-
-/* Puts the file renamed to pool name id into the pool (unlinked when it filled meanwhile). */
-static void pool_give(local_drive *d, uint32_t id)
-{
-	pthread_mutex_lock(&d->pool.mu);
-	bool ok = d->pool.n < POOL_MAX;
-	if (ok)
-		d->pool.ids[d->pool.n++] = id;
-	pthread_mutex_unlock(&d->pool.mu);
-	if (!ok) {
-		char p[64];
-		pool_path(p, sizeof p, id);
-		unlinkat(d->root_fd, p, 0);
-	}
-}
-
-/* --- targeted durability (CAIRN_SYNC=fsync) -----------------------------------------
- * Instead of flushing the whole filesystem, each request syncs exactly what it changed:
- * file contents are fdatasync'ed when written (file_close(keep), the record in
- * rename_data), and the folders whose entries changed are remembered per thread and
- * fsync'ed by sync(). Concurrent requests' fsyncs share ext4/xfs journal commits, which
- * is the group commit; it also keeps one tenant's sync from flushing everybody else's
- * dirty data on a shared filesystem (syncfs did: docs/PERF.md). Operations that are rare
- * and touch system files (volumes, format, bucket files) set need_full, and sync() then
- * runs the syncfs group commit below as before.
- *  T1. An entry is added after the change it covers; sync() fsyncs every entry recorded
- *      by the calling thread for that drive and clears them, so a request's own changes
- *      are durable when its sync() returns CN_OK. */
-#define PENDING_MAX 24
-#define PENDING_DIR_CAP 1200   /* longer folder paths fall back to a syncfs */
-#define PENDING_SLOTS 16       /* drives with unsynced changes per thread (a set's drives) */
-typedef struct pending_slot {
-	local_drive *d;
-	bool need_full;
-	int n;
-	char dirs[PENDING_MAX][PENDING_DIR_CAP];
-} pending_slot;
-static __thread pending_slot pendings[PENDING_SLOTS];
-
-static cn_err fsync_dir(local_drive *d, const char *path);
-static cn_err syncfs_group(local_drive *d);
-
-/* Syncs and clears one slot (T1). */
-static cn_err pending_flush(pending_slot *p)
-{
-	cn_err e = CN_OK;
-	/* deepest folders were recorded last; any order is correct */
-	for (int i = p->n - 1; i >= 0; i--) {
-		cn_err e2 = fsync_dir(p->d, p->dirs[i]);
-		if (e2 && !e)
-			e = e2;
-	}
-	p->n = 0;
-	if (p->need_full) {
-		p->need_full = false;
-		cn_err e2 = syncfs_group(p->d);
-		if (e2 && !e)
-			e = e2;
-	}
-	return e;
-}
-
-/* The calling thread's slot for d; create: take a free one, else flush the oldest-used
- * other slot now (its changes become durable early, which is always allowed). NULL only
- * when !create and d has none. */
-static pending_slot *pending_slot_of(local_drive *d, bool create)
-{
-	pending_slot *free_slot = NULL;
-	for (int i = 0; i < PENDING_SLOTS; i++) {
-		if (pendings[i].d == d)
-			return &pendings[i];
-		if (!free_slot && (!pendings[i].d || (!pendings[i].n && !pendings[i].need_full)))
-			free_slot = &pendings[i];
-	}
-	if (!create)
-		return NULL;
-	if (!free_slot) {
-		free_slot = &pendings[0];
-		pending_flush(free_slot);
-	}
-	free_slot->d = d;
-	free_slot->n = 0;
-	free_slot->need_full = false;
-	return free_slot;
-}
-
-static void pending_dir(local_drive *d, const char *dir, size_t len)
-{
-	if (!d->durable || d->sync_mode_full)
-		return;
-	pending_slot *p = pending_slot_of(d, true);
-	for (int i = 0; i < p->n; i++)
-		if (strlen(p->dirs[i]) == len && memcmp(p->dirs[i], dir, len) == 0)
-			return;
-	if (p->n == PENDING_MAX || len >= PENDING_DIR_CAP) {
-		p->need_full = true;
-		return;
-	}
-	memcpy(p->dirs[p->n], dir, len);
-	p->dirs[p->n][len] = 0;
-	p->n++;
-}
-
-static void pending_full(local_drive *d)
-{
-	if (!d->durable)
-		return;
-	pending_slot_of(d, true)->need_full = true;
-}
-
-static cn_err fsync_dir(local_drive *d, const char *path)
-{
-	int fd = openat(d->root_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ENOENT)
-			return CN_OK; /* removed since (a delete won): nothing left to persist */
-		return map_errno(d, errno, "opening folder to sync", path);
-	}
-	cn_err e = CN_OK;
-	if (fsync(fd) < 0)
-		e = map_errno(d, errno, "syncing folder", path);
-	close(fd);
-	return e;
-}
-
-static cn_err sync_fd(local_drive *d, int fd, const char *path)
-{
-	if (!d->durable || d->sync_mode_full)
-		return CN_OK;
-	if (fdatasync(fd) < 0)
-		return map_errno(d, errno, "syncing", path);
-	return CN_OK;
-}
-
-static cn_err write_all(local_drive *d, int fd, const void *p, size_t len, const char *path)
-{
-	const char *c = p;
-	while (len > 0) {
-		ssize_t n = write(fd, c, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return map_errno(d, errno, "writing", path);
-		}
-		c += n;
-		len -= (size_t)n;
-	}
-	return CN_OK;
-}
-
-/* Reads the whole file at path into out (at most max bytes). ENOENT/ENOTDIR -> notfound.
- * A record of up to 64 KiB costs open, one read, close (a read that returns less than
- * asked is the end of a regular file; this is on every uncached GET's path, once per
- * drive read); a larger one an fstat and one more read. A folder at path fails the read
- * with EISDIR -> CN_ERR_CORRUPT. */
-static cn_err read_file_at(local_drive *d, const char *path, size_t max, cn_buf *out,
-                           cn_err notfound)
-{
-	out->len = 0;
-	int fd = openat(d->root_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return notfound;
-		return map_errno(d, errno, "opening", path);
-	}
-	/* The first read goes to the stack: a record that fits (a small object's, an
-	 * erasure-coded 64 KiB object's shard, any object's metadata) then gets an allocation
-	 * of its exact size and one copy, and costs open, read, close. Reading into a 64 KiB
-	 * allocation trimmed afterwards left a free remainder behind on every read. (64 KiB:
-	 * worker stacks are 1 MiB; a 16 KiB buffer cost records of 16-64 KiB an fstat and a
-	 * second read.) */
-	char first[65536];
-	ssize_t n0;
-	while ((n0 = read(fd, first, sizeof first)) < 0 && errno == EINTR)
-		;
-	if (n0 < 0) {
-		cn_err e = errno == EISDIR ? CN_ERR_CORRUPT : map_errno(d, errno, "reading", path);
-		close(fd);
-		return e;
-	}
-	/* want: what is left to read (0: the first read had the whole file). Larger: fstat
-	 * tells the rest, read into an exact buffer (doubling grew a 65 KiB record's buffer
-	 * to 128 KiB); 64 KiB steps when the size is unknown or the file grows meanwhile. */
-	size_t want = 0;
-	struct stat st;
-	if ((size_t)n0 == sizeof first)
-		want = fstat(fd, &st) == 0 && st.st_size >= n0 && (uint64_t)st.st_size < max
-		               ? (size_t)st.st_size - (size_t)n0 + 1
-		               : 64 * 1024;
-	cn_err e = (size_t)n0 > max ? CN_ERR_TOO_LARGE : cn_buf_reserve_exact(out, (size_t)n0 + want);
-	if (!e) {
-		memcpy(out->p, first, (size_t)n0);
-		out->len = (size_t)n0;
-	}
-	while (!e && want > 0) {
-		if (want > max + 1 - out->len)
-			want = max + 1 - out->len;
-		if (want == 0) {
-			e = CN_ERR_TOO_LARGE;
-			break;
-		}
-		if ((e = cn_buf_reserve_exact(out, want)))
-			break;
-		ssize_t n = read(fd, out->p + out->len, want);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			e = errno == EISDIR ? CN_ERR_CORRUPT : map_errno(d, errno, "reading", path);
-			break;
-		}
-		out->len += (size_t)n;
-		if ((size_t)n < want)
-			break; /* end of file */
-		want = out->len; /* grew since the fstat: grow geometrically */
-	}
-	if (!e && out->len > max)
-		e = CN_ERR_TOO_LARGE;
-	if (!e)
-		out->p[out->len] = 0;
-	close(fd);
-	return e;
-}
-
-/* Writes a new file at path (truncating). */
-static cn_err write_file_at(local_drive *d, const char *path, const void *p, size_t len,
-                            bool sync)
-{
-	int fd = openat(d->root_fd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return map_errno(d, errno, "creating", path);
-	cn_err e = write_all(d, fd, p, len, path);
-	if (!e && sync)
-		e = sync_fd(d, fd, path);
-	if (close(fd) < 0 && !e)
-		e = map_errno(d, errno, "closing", path);
-	return e;
-}
-
-/* Reads the names in folder path (excluding "." and ".."); *names malloc'd array of
- * malloc'd strings; is_dir[i] tells folders (may be NULL). */
-static cn_err list_dir(local_drive *d, const char *path, char ***names, bool **is_dir, size_t *n)
-{
-	*names = NULL;
-	if (is_dir)
-		*is_dir = NULL;
-	*n = 0;
-	int fd = openat(d->root_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return CN_ERR_NOT_FOUND;
-		return map_errno(d, errno, "opening folder", path);
-	}
-	DIR *dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return CN_ERR_NOMEM;
-	}
-	size_t cap = 0;
-	cn_err e = CN_OK;
-	struct dirent *de;
-	errno = 0;
-	while ((de = readdir(dir))) {
-		const char *nm = de->d_name;
-		if (nm[0] == '.' && (nm[1] == 0 || (nm[1] == '.' && nm[2] == 0)))
-			continue;
-		if (*n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			char **nn = realloc(*names, nc * sizeof *nn);
-			if (!nn) {
-				e = CN_ERR_NOMEM;
-				break;
-			}
-			*names = nn;
-			if (is_dir) {
-				bool *nd = realloc(*is_dir, nc * sizeof *nd);
-				if (!nd) {
-					e = CN_ERR_NOMEM;
-					break;
-				}
-				*is_dir = nd;
-			}
-			cap = nc;
-		}
-		char *cp = strdup(nm);
-		if (!cp) {
-			e = CN_ERR_NOMEM;
-			break;
-		}
-		if (is_dir) {
-			bool isd = de->d_type == DT_DIR;
-			if (de->d_type == DT_UNKNOWN) {
-				struct stat st;
-				isd = fstatat(dirfd(dir), nm, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-				      S_ISDIR(st.st_mode);
-			}
-			(*is_dir)[*n] = isd;
-		}
-		(*names)[(*n)++] = cp;
-		errno = 0;
-	}
-	if (!e && errno)
-		e = map_errno(d, errno, "reading folder", path);
-	closedir(dir);
-	return e;
-}
-
-static void free_names(char **names, bool *is_dir, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	free(is_dir);
-}
-
-/* rm -rf path (relative to root). Holds no fd across recursion, so depth is bounded only
- * by PATH_CAP. Missing path is fine. */
-static cn_err remove_tree(local_drive *d, char *path, size_t len, size_t cap)
-{
-	if (unlinkat(d->root_fd, path, 0) == 0 || errno == ENOENT)
-		return CN_OK;
-	if (errno != EISDIR && errno != EPERM)
-		return map_errno(d, errno, "removing", path);
-	char **names;
-	size_t n;
-	cn_err e = list_dir(d, path, &names, NULL, &n);
-	if (e == CN_ERR_NOT_FOUND)
-		return CN_OK;
-	if (e)
-		return e;
-	for (size_t i = 0; i < n && !e; i++) {
-		size_t nl = strlen(names[i]);
-		if (len + 1 + nl + 1 > cap) {
-			e = CN_ERR_TOO_LARGE;
-			break;
-		}
-		path[len] = '/';
-		memcpy(path + len + 1, names[i], nl + 1);
-		e = remove_tree(d, path, len + 1 + nl, cap);
-		path[len] = 0;
-	}
-	free_names(names, NULL, n);
-	if (!e && unlinkat(d->root_fd, path, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		e = map_errno(d, errno, "removing folder", path);
-	return e;
-}
-
-static cn_err remove_path(local_drive *d, const char *p)
-{
-	char path[PATH_CAP];
-	size_t len = strlen(p);
-	if (len >= sizeof path)
-		return CN_ERR_TOO_LARGE;
-	memcpy(path, p, len + 1);
-	return remove_tree(d, path, len, sizeof path);
-}
-
-/* True when a folder entry is a current record ("%m.<leaf>", rec_path); *leaf its leaf. */
-static bool flat_record(const char *name, bool is_dir, const char **leaf)
-{
-	if (is_dir || strncmp(name, FLAT_PREFIX, strlen(FLAT_PREFIX)) != 0)
-		return false;
-	*leaf = name + strlen(FLAT_PREFIX);
-	return true;
-}
-
-/* True when the folder path (a key folder or a vol) holds an object record anywhere
- * below it: the records of the keys one component longer sit in it (rec_path). */
-static cn_err has_object_below(local_drive *d, char *path, size_t len, bool *found)
-{
-	char **names;
-	bool *isdir;
-	size_t n;
-	*found = false;
-	cn_err e = list_dir(d, path, &names, &isdir, &n);
-	if (e == CN_ERR_NOT_FOUND)
-		return CN_OK;
-	if (e)
-		return e;
-	for (size_t i = 0; i < n && !*found; i++) {
-		const char *c;
-		*found = flat_record(names[i], isdir[i], &c);
-	}
-	for (size_t i = 0; i < n && !e && !*found; i++) {
-		const char *c;
-		if (!isdir[i] || !decode_component(names[i], &c))
-			continue;
-		size_t nl = strlen(names[i]);
-		if (len + 1 + nl + sizeof(REC_NAME) + 1 > PATH_CAP)
-			continue;
-		path[len] = '/';
-		memcpy(path + len + 1, names[i], nl);
-		memcpy(path + len + 1 + nl, "/" REC_NAME, sizeof("/" REC_NAME));
-		struct stat st;
-		if (strlen(c) > FLAT_MAX && fstatat(d->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			*found = true; /* a long leaf's record, in its own folder */
-		} else {
-			path[len + 1 + nl] = 0;
-			e = has_object_below(d, path, len + 1 + nl, found);
-		}
-		path[len] = 0;
-	}
-	free_names(names, isdir, n);
-	return e;
-}
-
-/* --- ops: info, sys files, vols ---------------------------------------------------- */
-
-static cn_err local_info(cn_drive *dd, cn_drive_info *out)
-{
-	local_drive *d = L(dd);
-	struct statvfs sv;
-	memset(out, 0, sizeof *out);
-	if (fstatvfs(d->root_fd, &sv) < 0)
-		return map_errno(d, errno, "statvfs", ".");
-	out->total = (uint64_t)sv.f_blocks * sv.f_frsize;
-	out->free = (uint64_t)sv.f_bavail * sv.f_frsize;
-	out->used = out->total - (uint64_t)sv.f_bfree * sv.f_frsize;
-	/* a drive folder removed under us (unmounted disk, rm -rf) is not a drive any more:
-	 * its "no such key" answers must not count */
-	struct stat st, up;
-	out->online = fstat(d->root_fd, &st) == 0 && st.st_nlink > 0;
-	if (out->online && fstatat(d->root_fd, "..", &up, 0) == 0) {
-		out->fs_id = (uint64_t)st.st_dev + 1; /* never 0 ("unknown") */
-		out->parent_fs_id = (uint64_t)up.st_dev + 1;
-	}
-	return CN_OK;
-}
-
-static bool local_online(cn_drive *dd)
-{
-	struct stat st;
-	return fstat(L(dd)->root_fd, &st) == 0 && st.st_nlink > 0;
-}
-
-static bool sys_name_ok(const char *name)
-{
-	size_t n = strlen(name);
-	if (n == 0 || n > 200 || name[0] == '.' || name[0] == '/')
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-		      c == '-' || c == '/'))
-			return false;
-		if (c == '/' && name[i + 1] == '.')
-			return false;
-	}
-	return strncmp(name, "tmp", 3) != 0 || (name[3] != '/' && name[3] != 0);
-}
-
-static cn_err local_read_sys(cn_drive *dd, const char *name, size_t max, cn_buf *out)
-{
-	char path[PATH_CAP];
-	if (!sys_name_ok(name))
-		return CN_ERR_INVALID;
-	snprintf(path, sizeof path, SYS_DIR "/%s", name);
-	return read_file_at(L(dd), path, max, out, CN_ERR_NOT_FOUND);
-}
-
-static cn_err local_write_sys(cn_drive *dd, const char *name, const void *p, size_t len)
-{
-	local_drive *d = L(dd);
-	char path[PATH_CAP], tmp[128], id[33];
-	if (!sys_name_ok(name))
-		return CN_ERR_INVALID;
-	snprintf(path, sizeof path, SYS_DIR "/%s", name);
-	cn_drive_random_id(id);
-	snprintf(tmp, sizeof tmp, TMP_DIR "/%s.sys", id);
-	cn_err e = write_file_at(d, tmp, p, len, false);
-	pending_full(d);
-	if (e)
-		goto fail;
-	for (int tries = 0;; tries++) {
-		if (renameat(d->root_fd, tmp, d->root_fd, path) == 0)
-			return CN_OK;
-		if (errno != ENOENT || tries > 0) {
-			e = map_errno(d, errno, "renaming into", path);
-			goto fail;
-		}
-		/* create the parent folder (one level, e.g. "buckets") */
-		char *slash = strrchr(path, '/');
-		*slash = 0;
-		if (mkdirat(d->root_fd, path, 0755) < 0 && errno != EEXIST) {
-			e = map_errno(d, errno, "creating folder", path);
-			goto fail;
-		}
-		*slash = '/';
-	}
-fail:
-	unlinkat(d->root_fd, tmp, 0);
-	return e;
-}
-
-static cn_err local_remove_sys(cn_drive *dd, const char *name)
-{
-	local_drive *d = L(dd);
-	char path[PATH_CAP];
-	if (!sys_name_ok(name))
-		return CN_ERR_INVALID;
-	snprintf(path, sizeof path, SYS_DIR "/%s", name);
-	if (unlinkat(d->root_fd, path, 0) == 0) {
-		pending_full(d);
-		return CN_OK;
-	}
-	if (errno == ENOENT)
-		return CN_ERR_NOT_FOUND;
-	return map_errno(d, errno, "removing", path);
-}
-
-static cn_err local_make_vol(cn_drive *dd, const char *vol)
-{
-	local_drive *d = L(dd);
-	if (!vol_ok(vol))
-		return CN_ERR_BAD_BUCKET_NAME;
-	if (mkdirat(d->root_fd, vol, 0755) == 0) {
-		pending_full(d);
-		return CN_OK;
-	}
-	if (errno == EEXIST)
-		return CN_ERR_BUCKET_EXISTS;
-	return map_errno(d, errno, "creating bucket folder", vol);
-}
-
-static cn_err local_stat_vol(cn_drive *dd, const char *vol, int64_t *mtime_ms)
-{
-	local_drive *d = L(dd);
-	struct stat st;
-	if (!vol_ok(vol))
-		return CN_ERR_NO_BUCKET;
-	if (fstatat(d->root_fd, vol, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return CN_ERR_NO_BUCKET;
-		return map_errno(d, errno, "stat", vol);
-	}
-	if (!S_ISDIR(st.st_mode))
-		return CN_ERR_NO_BUCKET;
-	if (mtime_ms)
-		*mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
-	return CN_OK;
-}
-
-static cn_err drop_vol(local_drive *d, const char *vol);
-
-static cn_err local_delete_vol(cn_drive *dd, const char *vol)
-{
-	local_drive *d = L(dd);
-	char path[PATH_CAP];
-	cn_err e = local_stat_vol(dd, vol, NULL);
-	if (e)
-		return e;
-	bool found;
-	snprintf(path, sizeof path, "%s", vol);
-	if ((e = has_object_below(d, path, strlen(path), &found)))
-		return e;
-	if (found)
-		return CN_ERR_BUCKET_NOT_EMPTY;
-	return drop_vol(d, vol);
-}
-
-static cn_err local_purge_vol(cn_drive *dd, const char *vol)
-{
-	cn_err e = local_stat_vol(dd, vol, NULL);
-	return e ? e : drop_vol(L(dd), vol);
-}
-
-/* Rename away first: the bucket disappears atomically; leftovers are tmp garbage. */
-static cn_err drop_vol(local_drive *d, const char *vol)
-{
-	char path[PATH_CAP];
-	char id[33];
-	cn_drive_random_id(id);
-	snprintf(path, sizeof path, TMP_DIR "/%s.vol", id);
-	if (renameat(d->root_fd, vol, d->root_fd, path) < 0) {
-		if (errno == ENOENT)
-			return CN_ERR_NO_BUCKET;
-		return map_errno(d, errno, "renaming bucket folder", vol);
-	}
-	pending_full(d);
-	remove_path(d, path);
-	return CN_OK;
-}
-
-static cn_err local_list_vols(cn_drive *dd, cn_drive_vol **out, size_t *nout)
-{
-	local_drive *d = L(dd);
-	char **names;
-	bool *isdir;
-	size_t n;
-	*out = NULL;
-	*nout = 0;
-	cn_err e = list_dir(d, ".", &names, &isdir, &n);
-	if (e)
-		return e == CN_ERR_NOT_FOUND ? CN_ERR_IO : e;
-	cn_drive_vol *v = calloc(n ? n : 1, sizeof *v);
-	if (!v) {
-		free_names(names, isdir, n);
-		return CN_ERR_NOMEM;
-	}
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!isdir[i] || !vol_ok(names[i]))
-			continue;
-		int64_t ms = 0;
-		if (local_stat_vol(dd, names[i], &ms))
-			continue;
-		snprintf(v[k].name, sizeof v[k].name, "%s", names[i]);
-		v[k].created_ms = ms;
-		k++;
-	}
-	free_names(names, isdir, n);
-	*out = v;
-	*nout = k;
-	return CN_OK;
-}
-
-/* --- writing ----------------------------------------------------------------------- */
-
-static cn_err local_create_file(cn_drive *dd, const char *tmp_id, const char *data_id,
-                                const char *name, cn_drive_file **out)
-{
-	local_drive *d = L(dd);
-	char path[256];
-	if (!id_ok(tmp_id) || !id_ok(data_id) || !id_ok(name))
-		return CN_ERR_INVALID;
-	char rest[256];
-	tmp_path(path, sizeof path, tmp_id, TMP_DATA);
-	if (mkdirat(d->root_fd, path, 0755) < 0 && errno != EEXIST)
-		return map_errno(d, errno, "creating folder", path);
-	snprintf(rest, sizeof rest, TMP_DATA "/%s", name);
-	tmp_path(path, sizeof path, tmp_id, rest);
-	cn_drive_file *f = calloc(1, sizeof *f);
-	if (!f)
-		return CN_ERR_NOMEM;
-	f->fd = openat(d->root_fd, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (f->fd < 0) {
-		cn_err e = map_errno(d, errno, "creating", path);
-		free(f);
-		return e;
-	}
-	f->d = d;
-	snprintf(f->path, sizeof f->path, "%s", path);
-	*out = f;
-	return CN_OK;
-}
-
-static cn_err local_file_write(cn_drive_file *f, const void *p, size_t len)
-{
-	return write_all(f->d, f->fd, p, len, f->path);
-}
-
-static cn_err local_file_close(cn_drive_file *f, bool keep)
-{
-	cn_err e = CN_OK;
-	if (keep)
-		e = sync_fd(f->d, f->fd, f->path);
-	if (close(f->fd) < 0 && !e)
-		e = map_errno(f->d, errno, "closing", f->path);
-	if (!keep || e)
-		unlinkat(f->d->root_fd, f->path, 0);
-	free(f);
-	return e;
-}
-
-static void local_abort_tmp(cn_drive *dd, const char *tmp_id)
-{
-	char path[256];
-	if (!id_ok(tmp_id))
-		return;
-	tmp_path(path, sizeof path, tmp_id, TMP_DATA);
-	remove_path(L(dd), path);
-	tmp_path(path, sizeof path, tmp_id, TMP_REC);
-	unlinkat(L(dd)->root_fd, path, 0);
-}
-
-/* mkdir -p of the key folder below the vol (which must exist: CN_ERR_NO_BUCKET otherwise).
- * The common case costs one mkdirat: the key's parent folders exist and only its own is
- * new (or it exists too). Otherwise the path is made from the vol down. */
-static cn_err make_key_dirs(local_drive *d, char *path, size_t vol_len)
-{
-	if (mkdirat(d->root_fd, path, 0755) == 0) {
-		pending_dir(d, path, (size_t)(strrchr(path, '/') - path));
-		return CN_OK;
-	}
-	if (errno == EEXIST)
-		return CN_OK;
-	bool first = true; /* the component right below the vol */
-	for (char *p = path + vol_len + 1;; p++) {
-		if (*p != '/' && *p != 0)
-			continue;
-		char saved = *p;
-		*p = 0;
-		int rc = mkdirat(d->root_fd, path, 0755);
-		int err = errno;
-		if (rc == 0) /* a new entry in the parent folder */
-			pending_dir(d, path, (size_t)(strrchr(path, '/') - path));
-		*p = saved;
-		if (rc < 0 && err != EEXIST) {
-			if (first && (err == ENOENT || err == ENOTDIR))
-				return CN_ERR_NO_BUCKET; /* no vol folder */
-			if (err == ENOENT)
-				return CN_ERR_NOT_FOUND; /* a parent vanished: caller retries */
-			return map_errno(d, err, "creating folder", path);
-		}
-		if (saved == 0)
-			return CN_OK;
-		first = false;
-	}
-}
-
-/* make_key_dirs of the folder path[0..len) (path is restored before returning). */
-static cn_err make_key_dirs_n(local_drive *d, char *path, size_t len, size_t vol_len)
-{
-	char saved = path[len];
-	path[len] = 0;
-	cn_err e = make_key_dirs(d, path, vol_len);
-	path[len] = saved;
-	return e;
-}
-
-static cn_err local_rename_data(cn_drive *dd, const char *tmp_id, const char *data_id,
-                                const char *vol, const char *key, const void *rec, size_t reclen)
-{
-	local_drive *d = L(dd);
-	char src[256], recsrc[256], dst[PATH_CAP];
-	cn_buf kp, rp;
-	cn_err e;
-	int recfd = -1;
-	if (!id_ok(tmp_id) || (data_id && !id_ok(data_id)))
-		return CN_ERR_INVALID;
-	cn_buf_init(&kp);
-	cn_buf_init(&rp);
-	size_t rdir; /* rp.p[0..rdir): the folder the record goes into */
-	if ((e = rec_path(&rp, vol, key, &rdir)) || (data_id && (e = key_path(&kp, vol, key))))
-		goto out;
-	size_t vol_len = strlen(vol);
-	/* The folder to make: the key's own when a data folder moves into it (its parent
-	 * holds the record), else the record's. A small object's record usually lands in a
-	 * folder that exists (the vol, or a prefix shared with other keys): nothing to make. */
-	char *mk = data_id ? kp.p : rp.p;
-	size_t mk_len = data_id ? kp.len : rdir;
-	if (data_id) /* the version's data folder (create_file), moved into the key's folder */
-		tmp_path(src, sizeof src, tmp_id, TMP_DATA);
-	/* the record: one file in tmp, a pool file when there is one (P1-P3) */
-	uint32_t id;
-	while (pool_take(d, &id)) {
-		pool_path(recsrc, sizeof recsrc, id);
-		recfd = openat(d->root_fd, recsrc, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
-		if (recfd >= 0)
-			break;
-	}
-	if (recfd < 0)
-		tmp_path(recsrc, sizeof recsrc, tmp_id, TMP_REC);
-	/* The record's fd stays open until after the renames: one fdatasync then commits the
-	 * file, the new folders and the renames in a single journal transaction, and the
-	 * folder fsyncs in sync() find it committed already (one commit per put, shared by
-	 * concurrent puts, instead of one before and one after the renames). */
-	if (recfd < 0)
-		recfd = openat(d->root_fd, recsrc, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-		               0644);
-	if (recfd < 0) {
-		e = map_errno(d, errno, "creating", recsrc);
-		goto out;
-	}
-	if ((e = write_all(d, recfd, rec, reclen, recsrc)))
-		goto out;
-	/* A concurrent delete may rmdir our parents between mkdir and rename (it only removes
-	 * empty folders): retry the whole mkdir -p + rename a few times. The first attempt
-	 * renames without making anything when only the record moves: its folder is there
-	 * unless this is the first key below a new prefix (or the vol is gone). */
-	bool data_moved = data_id == NULL;
-	bool try_first = data_id == NULL;
-	for (int tries = 0;; tries++) {
-		if (tries == 8) {
-			e = map_errno(d, ENOENT, "committing", rp.p);
-			goto out;
-		}
-		if (!try_first && mk_len > vol_len) {
-			e = make_key_dirs_n(d, mk, mk_len, vol_len);
-			if (e == CN_ERR_NOT_FOUND)
-				continue;
-			if (e)
-				goto out;
-		}
-		try_first = false;
-		if (!data_moved) {
-			snprintf(dst, sizeof dst, "%s/%s", kp.p, data_id);
-			if (renameat(d->root_fd, src, d->root_fd, dst) < 0) {
-				if (errno == ENOENT)
-					continue;
-				e = map_errno(d, errno, "renaming data into", dst);
-				goto out;
-			}
-			data_moved = true;
-		}
-		if (renameat(d->root_fd, recsrc, d->root_fd, rp.p) < 0) {
-			if ((errno == ENOENT || errno == ENOTDIR) && rdir == vol_len) {
-				e = CN_ERR_NO_BUCKET; /* the record goes straight into the vol */
-				goto out;
-			}
-			if (errno == ENOENT || errno == ENOTDIR)
-				continue;
-			e = map_errno(d, errno, "renaming record into", rp.p);
-			goto out;
-		}
-		break;
-	}
-	pending_dir(d, rp.p, rdir);
-	if (data_id) {
-		pending_dir(d, kp.p, kp.len);
-		snprintf(dst, sizeof dst, "%s/%s", kp.p, data_id);
-		pending_dir(d, dst, strlen(dst));
-	}
-	e = sync_fd(d, recfd, rp.p);
-	close(recfd);
-	cn_buf_fini(&kp);
-	cn_buf_fini(&rp);
-	return e;
-out:
-	if (recfd >= 0) {
-		close(recfd);
-		unlinkat(d->root_fd, recsrc, 0); /* a pool file, or tmp/<tmp_id>.rec */
-	}
-	local_abort_tmp(dd, tmp_id);
-	cn_buf_fini(&kp);
-	cn_buf_fini(&rp);
-	return e;
-}
-
-/* --- records and data -------------------------------------------------------------- */
-
-/* drive.h's no-wait mode. A kernel without openat2's RESOLVE_CACHED (before 5.12, or a
- * seccomp filter) is remembered: every no-wait read then answers CN_ERR_BUSY at once. */
-static atomic_bool nowait_missing;
-
-/* The path resolved from the dentry cache alone: -1 with EAGAIN when that would need a
- * lookup on the device (or a revalidation). */
-static int open_cached(local_drive *d, const char *path, uint64_t flags)
-{
-	struct open_how how = { .flags = flags | O_CLOEXEC | O_NOFOLLOW, .resolve = RESOLVE_CACHED };
-	return (int)syscall(SYS_openat2, d->root_fd, path, &how, sizeof how);
-}
-
-/* read_file_at without waiting: notfound when the cached path says there is no such file,
- * the bytes when the file is a regular one whose every page is cached, CN_ERR_BUSY for
- * anything else (not cached; not a regular file, such as a FIFO whose open or read would
- * block; an error, which the waiting path then meets and reports). O_NONBLOCK keeps the
- * open of a FIFO or device from blocking; O_NOATIME keeps the read from updating the
- * inode (a write to the device, on the first read of each new file under relatime). */
-static cn_err read_file_nowait(local_drive *d, const char *path, size_t max, cn_buf *out,
-                               cn_err notfound)
-{
-	out->len = 0;
-	if (atomic_load_explicit(&nowait_missing, memory_order_relaxed) ||
-	    atomic_load_explicit(&d->no_nowait, memory_order_relaxed))
-		return CN_ERR_BUSY;
-	int fd = open_cached(d, path, O_RDONLY | O_NONBLOCK | O_NOATIME);
-	if (fd < 0 && errno == EPERM) /* O_NOATIME on a file of another owner */
-		fd = open_cached(d, path, O_RDONLY | O_NONBLOCK);
-	if (fd < 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return notfound;
-		if (errno == ENOSYS || errno == EINVAL)
-			atomic_store(&nowait_missing, true);
-		return CN_ERR_BUSY;
-	}
-	struct stat st;
-	cn_err e;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		e = CN_ERR_BUSY;
-	else if ((uint64_t)st.st_size > max)
-		e = CN_ERR_TOO_LARGE;
-	else
-		e = cn_buf_reserve_exact(out, (size_t)st.st_size + 1); /* + 1: sees it grow */
-	while (!e) {
-		struct iovec iov = { out->p + out->len, (size_t)st.st_size + 1 - out->len };
-		ssize_t n = preadv2(fd, &iov, 1, (off_t)out->len, RWF_NOWAIT);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EOPNOTSUPP)
-				atomic_store(&d->no_nowait, true);
-			e = CN_ERR_BUSY; /* EAGAIN: a page is not cached */
-			break;
-		}
-		if (n == 0)
-			break; /* end of file */
-		out->len += (size_t)n;
-		if (out->len > (size_t)st.st_size)
-			e = CN_ERR_BUSY; /* grew since the fstat: not a record being read */
-	}
-	close(fd);
-	if (e)
-		out->len = 0;
-	return e;
-}
-
-/* local_stat_vol(d, vol, NULL) without waiting (as above). */
-static cn_err stat_vol_nowait(local_drive *d, const char *vol)
-{
-	if (!vol_ok(vol))
-		return CN_ERR_NO_BUCKET;
-	int fd = open_cached(d, vol, O_PATH | O_DIRECTORY);
-	if (fd < 0)
-		return errno == ENOENT || errno == ENOTDIR ? CN_ERR_NO_BUCKET : CN_ERR_BUSY;
-	close(fd);
-	return CN_OK;
-}
-
-static cn_err local_read_meta(cn_drive *dd, const char *vol, const char *key, size_t max,
-                              cn_buf *out)
-{
-	cn_buf rp;
-	size_t rdir;
-	cn_buf_init(&rp);
-	bool nowait = cn_drive_nowait();
-	cn_err e = rec_path(&rp, vol, key, &rdir);
-	if (!e)
-		e = nowait ? read_file_nowait(L(dd), rp.p, max, out, CN_ERR_NO_KEY)
-		           : read_file_at(L(dd), rp.p, max, out, CN_ERR_NO_KEY);
-	cn_buf_fini(&rp);
-	/* no such record: is the vol there? (a folder removed under us holds no vol: a vol
-	 * found proves the drive's folder lives, and the miss counts) */
-	if (e == CN_ERR_NO_KEY) {
-		cn_err ve = nowait ? stat_vol_nowait(L(dd), vol) : local_stat_vol(dd, vol, NULL);
-		if (ve)
-			e = ve; /* NO_BUCKET, or what kept us from knowing */
-	}
-	return e;
-}
-
-/* Removes the record file at path: into the pool when it has no other link (P1), else
- * unlinked. CN_ERR_NO_KEY when absent. */
-static cn_err retire_record(local_drive *d, const char *path)
-{
-	struct stat st;
-	uint32_t id;
-	char pp[64];
-	if (fstatat(d->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_nlink == 1 && pool_name(d, &id)) {
-		pool_path(pp, sizeof pp, id);
-		if (renameat(d->root_fd, path, d->root_fd, pp) == 0) {
-			if (st.st_size > POOL_KEEP_BYTES) { /* its blocks are freed now (P4) */
-				int fd = openat(d->root_fd, pp, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
-				if (fd >= 0)
-					close(fd);
-			}
-			pool_give(d, id);
-			return CN_OK;
-		}
-	}
-	if (unlinkat(d->root_fd, path, 0) < 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return CN_ERR_NO_KEY;
-		return map_errno(d, errno, "removing record", path);
-	}
-	return CN_OK;
-}
-
-/* rec_path's answer rp (its folder rp[0..rdir)) made the path of the key's previous record
- * (drive.h prev_keep; FORMAT.md §3): "%p.<leaf>" beside "%m.<leaf>", or "%prev" beside a
- * long leaf's "%meta" (the same lengths). */
-#define PREV_NAME "%prev"
-static void prev_of(cn_buf *rp, size_t rdir)
-{
-	char *name = rp->p + rdir + 1;
-	if (!strcmp(name, REC_NAME))
-		memcpy(name, PREV_NAME, sizeof PREV_NAME);
-	else
-		name[1] = 'p'; /* FLAT_PREFIX "%m." -> "%p." */
-}
-
-/* prev_of undone. */
-static void cur_of(cn_buf *rp, size_t rdir)
-{
-	char *name = rp->p + rdir + 1;
-	if (!strcmp(name, PREV_NAME))
-		memcpy(name, REC_NAME, sizeof REC_NAME);
-	else
-		name[1] = 'm';
-}
-
-static cn_err local_delete_meta(cn_drive *dd, const char *vol, const char *key)
-{
-	local_drive *d = L(dd);
-	cn_buf rp;
-	size_t rdir;
-	cn_buf_init(&rp);
-	cn_err e = rec_path(&rp, vol, key, &rdir);
-	if (!e) {
-		/* the previous record first: none is left without its current one (drive.h) */
-		prev_of(&rp, rdir);
-		e = retire_record(d, rp.p);
-		cur_of(&rp, rdir);
-		if (!e || e == CN_ERR_NO_KEY) /* else the current one stays too (drive.h) */
-			e = retire_record(d, rp.p);
-	}
-	if (!e)
-		pending_dir(d, rp.p, rdir);
-	cn_buf_fini(&rp);
-	return e;
-}
-
-static cn_err local_prev_keep(cn_drive *dd, const char *vol, const char *key)
-{
-	local_drive *d = L(dd);
-	cn_buf cur, prev;
-	size_t rdir;
-	cn_buf_init(&cur);
-	cn_buf_init(&prev);
-	cn_err e = rec_path(&cur, vol, key, &rdir);
-	if (!e)
-		e = cn_buf_append(&prev, cur.p, cur.len + 1);
-	if (!e) {
-		prev.len = cur.len;
-		prev_of(&prev, rdir);
-	}
-	/* link(2) does not replace: a previous record left over (a crash before its drop)
-	 * goes first, on EEXIST only (an overwrite's common case is one link) */
-	for (int tries = 0; !e; tries++) {
-		if (linkat(d->root_fd, cur.p, d->root_fd, prev.p, 0) == 0)
-			break;
-		if (errno == EEXIST && tries < 2) {
-			unlinkat(d->root_fd, prev.p, 0);
-			continue;
-		}
-		if (errno == ENOENT || errno == ENOTDIR) {
-			unlinkat(d->root_fd, prev.p, 0); /* not the (missing) current one's */
-			e = CN_ERR_NO_KEY;
-		} else {
-			e = map_errno(d, errno, "keeping the previous record", prev.p);
-		}
-	}
-	if (!e)
-		pending_dir(d, prev.p, rdir);
-	cn_buf_fini(&cur);
-	cn_buf_fini(&prev);
-	return e;
-}
-
-/* The path of key's previous record into b (initialized by the caller; fini it). */
-static cn_err prev_path(cn_buf *b, const char *vol, const char *key)
-{
-	size_t rdir;
-	cn_err e = rec_path(b, vol, key, &rdir);
-	if (!e)
-		prev_of(b, rdir);
-	return e;
-}
-
-static cn_err local_prev_read(cn_drive *dd, const char *vol, const char *key, size_t max,
-                              cn_buf *out)
-{
-	cn_buf rp;
-	cn_buf_init(&rp);
-	cn_err e = prev_path(&rp, vol, key);
-	if (!e)
-		e = cn_drive_nowait() ? read_file_nowait(L(dd), rp.p, max, out, CN_ERR_NO_KEY)
-		                      : read_file_at(L(dd), rp.p, max, out, CN_ERR_NO_KEY);
-	cn_buf_fini(&rp);
-	return e;
-}
-
-static cn_err local_prev_drop(cn_drive *dd, const char *vol, const char *key)
-{
-	cn_buf rp;
-	cn_buf_init(&rp);
-	cn_err e = prev_path(&rp, vol, key);
-	if (!e && (e = retire_record(L(dd), rp.p)) == CN_ERR_NO_KEY)
-		e = CN_OK;
-	cn_buf_fini(&rp);
-	return e;
-}
-
-static cn_err local_delete_data(cn_drive *dd, const char *vol, const char *key, const char *data_id)
-{
-	local_drive *d = L(dd);
-	cn_buf kp;
-	cn_err e;
-	if (data_id && !id_ok(data_id))
-		return CN_ERR_INVALID;
-	cn_buf_init(&kp);
-	if ((e = key_path(&kp, vol, key)))
-		goto out;
-	size_t klen = kp.len;
-	if (data_id) {
-		if ((e = cn_buf_printf(&kp, "/%s", data_id)))
-			goto out;
-		if ((e = remove_path(d, kp.p)))
-			goto out;
-		kp.p[klen] = 0;
-		kp.len = klen;
-	}
-	/* rmdir the key folder and its parents while empty; ENOTEMPTY means a concurrent
-	 * writer (or another key) owns it now. */
-	size_t vol_len = strlen(vol);
-	while (kp.len > vol_len) {
-		if (unlinkat(d->root_fd, kp.p, AT_REMOVEDIR) < 0 && errno != ENOENT)
-			break;
-		char *slash = strrchr(kp.p, '/');
-		*slash = 0;
-		kp.len = (size_t)(slash - kp.p);
-	}
-out:
-	cn_buf_fini(&kp);
-	return e;
-}
-
-static cn_err local_open_data(cn_drive *dd, const char *vol, const char *key, const char *data_id,
-                              const char *name, cn_drive_rfile **out)
-{
-	local_drive *d = L(dd);
-	cn_buf kp;
-	cn_err e;
-	if (!id_ok(data_id) || !id_ok(name))
-		return CN_ERR_INVALID;
-	cn_buf_init(&kp);
-	if ((e = key_path(&kp, vol, key)) || (e = cn_buf_printf(&kp, "/%s/%s", data_id, name)))
-		goto out;
-	int fd = openat(d->root_fd, kp.p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		e = (errno == ENOENT || errno == ENOTDIR) ? CN_ERR_NO_KEY
-		                                          : map_errno(d, errno, "opening", kp.p);
-		goto out;
-	}
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		e = CN_ERR_CORRUPT;
-		goto out;
-	}
-	cn_drive_rfile *f = malloc(sizeof *f);
-	if (!f) {
-		close(fd);
-		e = CN_ERR_NOMEM;
-		goto out;
-	}
-	f->fd = fd;
-	f->size = st.st_size;
-	*out = f;
-out:
-	cn_buf_fini(&kp);
-	return e;
-}
-
-static cn_err local_rfile_read(cn_drive_rfile *f, int64_t off, void *buf, size_t len, size_t *got)
-{
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = pread(f->fd, (char *)buf + done, len - done, (off_t)(off + (int64_t)done));
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			cn_log(CN_LOG_ERROR, NULL, "drive: reading shard fd %d at %lld: %s", f->fd,
-			       (long long)(off + (int64_t)done), strerror(errno));
-			return errno == ENOMEM ? CN_ERR_NOMEM : CN_ERR_IO;
-		}
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	*got = done;
-	return CN_OK;
-}
-
-static int local_rfile_fd(cn_drive_rfile *f) { return f->fd; }
-static int64_t local_rfile_size(cn_drive_rfile *f) { return f->size; }
-
-static void local_rfile_close(cn_drive_rfile *f)
-{
-	if (f) {
-		close(f->fd);
-		free(f);
-	}
-}
-
-/* --- walk -------------------------------------------------------------------------- */
-
-typedef struct walk_state {
-	local_drive *d;
-	const char *prefix, *after;
-	size_t plen, alen;
-	bool slash;
-	cn_drive_walk_fn fn;
-	void *ctx;
-	cn_buf rec;
-	char path[PATH_CAP];  /* on-disk path of the current folder */
-	char key[2200];       /* decoded key prefix of the current folder */
-} walk_state;
-
-typedef struct vent {
-	const char *comp;     /* decoded component (points into names[]) */
-	size_t clen;
-	const char *disk;     /* on-disk name */
-	bool subtree;         /* false: the object comp; true: the subtree comp + "/" */
-	bool flat;            /* the object's record is disk itself, not disk/%meta */
-	bool prev;            /* a flat object with a previous record beside it (walk fn) */
-} vent;
-
-static int str_cmp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Compares two virtual entries as key strings: comp (+ "/" when subtree). */
-static int vent_cmp(const void *pa, const void *pb)
-{
-	const vent *a = pa, *b = pb;
-	size_t al = a->clen + a->subtree, bl = b->clen + b->subtree;
-	size_t n = al < bl ? al : bl;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ca = i < a->clen ? (unsigned char)a->comp[i] : '/';
-		unsigned char cb = i < b->clen ? (unsigned char)b->comp[i] : '/';
-		if (ca != cb)
-			return ca < cb ? -1 : 1;
-	}
-	return al < bl ? -1 : al > bl;
-}
-
-static bool starts_with(const char *s, size_t slen, const char *p, size_t plen)
-{
-	return slen >= plen && memcmp(s, p, plen) == 0;
-}
-
-/* Lexicographic byte compare of a[0..al) and b[0..bl). */
-static int bcmp_len(const char *a, size_t al, const char *b, size_t bl)
-{
-	int c = memcmp(a, b, al < bl ? al : bl);
-	if (c)
-		return c;
-	return al < bl ? -1 : al > bl;
-}
-
-static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_after)
-{
-	char **names;
-	bool *isdir;
-	size_t n;
-	cn_err e = list_dir(w->d, w->path, &names, &isdir, &n);
-	if (e == CN_ERR_NOT_FOUND)
-		return CN_OK;
-	if (e)
-		return e;
-	vent *v = malloc((n ? n : 1) * 2 * sizeof *v);
-	size_t nv = 0;
-	if (!v) {
-		free_names(names, isdir, n);
-		return CN_ERR_NOMEM;
-	}
-	/* previous records' leaves ("%p.<leaf>", prev_keep): usually none */
-	const char **prevs = NULL;
-	size_t np = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (isdir[i] || strncmp(names[i], "%p.", 3) != 0)
-			continue;
-		if (!prevs && !(prevs = malloc(n * sizeof *prevs))) {
-			free(v);
-			free_names(names, isdir, n);
-			return CN_ERR_NOMEM;
-		}
-		prevs[np++] = names[i] + 3;
-	}
-	if (np > 1)
-		qsort(prevs, np, sizeof *prevs, str_cmp);
-	for (size_t i = 0; i < n; i++) {
-		const char *c;
-		if (flat_record(names[i], isdir[i], &c)) {
-			bool p = np && bsearch(&c, prevs, np, sizeof *prevs, str_cmp);
-			v[nv++] = (vent){ c, strlen(c), names[i], false, true, p };
-			continue;
-		}
-		if (!isdir[i] || !decode_component(names[i], &c))
-			continue;
-		size_t cl = strlen(c);
-		if (cl > FLAT_MAX) /* a long leaf's record is in its folder (rec_path) */
-			v[nv++] = (vent){ c, cl, names[i], false, false, false };
-		v[nv++] = (vent){ c, cl, names[i], true, false, false };
-	}
-	free(prevs);
-	if (nv > 1)
-		qsort(v, nv, sizeof *v, vent_cmp);
-	for (size_t i = 0; i < nv && !e; i++) {
-		size_t dl = strlen(v[i].disk);
-		size_t fk = klen + v[i].clen; /* key length of prefix+comp */
-		if (fk + 2 > sizeof w->key || plen_disk + 1 + dl + sizeof("/" REC_NAME) > PATH_CAP)
-			continue;
-		memcpy(w->key + klen, v[i].comp, v[i].clen);
-		w->path[plen_disk] = '/';
-		memcpy(w->path + plen_disk + 1, v[i].disk, dl);
-		size_t pd = plen_disk + 1 + dl;
-		w->path[pd] = 0;
-		if (!v[i].subtree) {
-			w->key[fk] = 0;
-			if (!starts_with(w->key, fk, w->prefix, w->plen))
-				goto next;
-			if (check_after && bcmp_len(w->key, fk, w->after, w->alen) <= 0)
-				goto next;
-			if (w->slash && memchr(w->key + w->plen, '/', fk - w->plen))
-				goto next; /* cannot happen: such keys are rolled up */
-			if (!v[i].flat)
-				memcpy(w->path + pd, "/" REC_NAME, sizeof("/" REC_NAME));
-			cn_err re = read_file_at(w->d, w->path, WALK_REC_MAX, &w->rec, CN_ERR_NO_KEY);
-			if (re == CN_ERR_NO_KEY)
-				goto next;
-			if (re) {
-				cn_log(CN_LOG_WARN, NULL, "drive %s: listing: skipping %s: %s",
-				       w->d->base.endpoint, w->path, cn_err_str(re));
-				goto next;
-			}
-			bool prev = v[i].prev;
-			if (!v[i].flat) { /* a long leaf's previous record is beside its %meta */
-				struct stat st;
-				memcpy(w->path + pd, "/" PREV_NAME, sizeof("/" PREV_NAME));
-				prev = fstatat(w->d->root_fd, w->path, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
-				       (errno != ENOENT && errno != ENOTDIR); /* unsure: say so */
-			}
-			e = w->fn(w->ctx, w->key, fk, false, w->rec.p, w->rec.len, prev);
-		} else {
-			w->key[fk] = '/';
-			size_t sl = fk + 1;
-			w->key[sl] = 0;
-			bool below_prefix = starts_with(w->key, sl, w->prefix, w->plen);
-			bool toward_prefix = starts_with(w->prefix, w->plen, w->key, sl);
-			if (!below_prefix && !toward_prefix)
-				goto next;
-			bool ca = check_after;
-			if (ca && !starts_with(w->after, w->alen, w->key, sl)) {
-				if (bcmp_len(w->key, sl, w->after, w->alen) < 0)
-					goto next; /* every key in it sorts before after */
-				ca = false;    /* every key in it sorts after after */
-			}
-			if (w->slash && below_prefix && sl > w->plen) {
-				/* the common prefix is the subtree name itself */
-				if (check_after && bcmp_len(w->key, sl, w->after, w->alen) <= 0)
-					goto next;
-				bool found;
-				e = has_object_below(w->d, w->path, pd, &found);
-				if (!e && found)
-					e = w->fn(w->ctx, w->key, sl, true, NULL, 0, false);
-				goto next;
-			}
-			e = walk_dir(w, pd, sl, ca);
-		}
-next:
-		w->path[plen_disk] = 0;
-	}
-	free(v);
-	free_names(names, isdir, n);
-	return e;
-}
-
-static cn_err local_walk(cn_drive *dd, const char *vol, const char *prefix, const char *after,
-                         bool slash_delim, cn_drive_walk_fn fn, void *ctx)
-{
-	cn_err e = local_stat_vol(dd, vol, NULL);
-	if (e)
-		return e;
-	walk_state *w = calloc(1, sizeof *w);
-	if (!w)
-		return CN_ERR_NOMEM;
-	w->d = L(dd);
-	w->prefix = prefix ? prefix : "";
-	w->plen = strlen(w->prefix);
-	w->after = after ? after : "";
-	w->alen = strlen(w->after);
-	w->slash = slash_delim;
-	w->fn = fn;
-	w->ctx = ctx;
-	cn_buf_init(&w->rec);
-	snprintf(w->path, sizeof w->path, "%s", vol);
-	e = walk_dir(w, strlen(w->path), 0, w->alen > 0);
-	cn_buf_fini(&w->rec);
-	free(w);
-	return e;
-}
-
-/* --- sync (group commit, invariants S1-S3) ------------------------------------------ */
-
-static cn_err local_sync(cn_drive *dd)
-{
-	local_drive *d = L(dd);
-	if (!d->durable)
-		return CN_OK;
-	if (d->sync_mode_full)
-		return syncfs_group(d);
-	pending_slot *p = pending_slot_of(d, false);
-	cn_err e = p ? pending_flush(p) : CN_OK;
-	if (p)
-		p->d = NULL;
-	return e;
-}
-
-static void futex_wait_u32(_Atomic uint32_t *w, uint32_t seen)
-{
-	/* Returns on a wake, a changed word (EAGAIN), a signal or a spurious wake-up: callers
-	 * re-check their condition. */
-	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
-}
-
-static void futex_wake_u32(_Atomic uint32_t *w, int n)
-{
-	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-}
-
-/* S4: one group per filesystem; its syncfs runs on the fd of whichever drive leads. S5:
- * who sleeps where and who is woken. */
-static cn_err syncfs_group(local_drive *d)
-{
-	syncgroup *g = d->sg;
-	pthread_mutex_lock(&g->mu);
-	g->barriers++;
-	uint64_t target = g->started + 1; /* S2 */
-	int par = (int)(target & 1);
-	while (atomic_load(&g->completed) < target) {
-		if (g->running) {
-			/* A flush runs: it is target - 1 (we need the next) or target itself (a
-			 * waiter handed the lead, then someone else took it first). */
-			if (target == g->started + 1)
-				g->want_next[par] = true;
-			uint32_t seen = atomic_load(&g->wake[par]);
-			pthread_mutex_unlock(&g->mu);
-			futex_wait_u32(&g->wake[par], seen);
-			if (atomic_load(&g->completed) >= target)
-				goto done; /* woken with our generation: no mutex needed */
-			pthread_mutex_lock(&g->mu);
-			continue;
-		}
-		/* No flush runs and ours has not completed: started == completed == target - 1
-		 * (S1, S2), so the flush we start is ours. */
-		g->running = true;
-		uint64_t gen = ++g->started;
-		g->want_next[par] = false;
-		pthread_mutex_unlock(&g->mu);
-		int rc = syncfs(d->root_fd);
-		int err = errno;
-		pthread_mutex_lock(&g->mu);
-		g->running = false;
-		g->flushes++;
-		if (rc < 0) {
-			atomic_store(&g->failed_gen, gen);
-			cn_log(CN_LOG_ERROR, NULL, "drive %s: syncfs: %s", d->base.endpoint, strerror(err));
-		}
-		atomic_store(&g->completed, gen);
-		int next = (int)((gen + 1) & 1);
-		bool handoff = g->want_next[next];
-		g->want_next[next] = false;
-		/* Bumped under the mutex, so a waiter that read the word before sleeping either
-		 * sleeps already (and is woken below) or finds it changed and does not sleep. */
-		atomic_fetch_add(&g->wake[par], 1);
-		if (handoff)
-			atomic_fetch_add(&g->wake[next], 1);
-		pthread_mutex_unlock(&g->mu);
-		futex_wake_u32(&g->wake[par], INT32_MAX);
-		if (handoff)
-			futex_wake_u32(&g->wake[next], 1); /* one leader for the next generation */
-		goto done;
-	}
-	pthread_mutex_unlock(&g->mu);
-done:
-	return atomic_load(&g->failed_gen) >= target ? CN_ERR_IO : CN_OK; /* S3 */
-}
-
-/* What one sync() of this drive makes durable beyond itself: in syncfs mode the whole
- * filesystem (every drive of the group); in targeted mode only its own changes. */
-static const void *local_sync_group(cn_drive *dd)
-{
-	local_drive *d = L(dd);
-	return d->sync_mode_full ? (const void *)d->sg : (const void *)d;
-}
-
-void cn_drive_local_sync_gens(cn_drive *dd, uint64_t *started, uint64_t *completed)
-{
-	local_drive *d = L(dd);
-	pthread_mutex_lock(&d->sg->mu);
-	*started = d->sg->started;
-	*completed = atomic_load(&d->sg->completed);
-	pthread_mutex_unlock(&d->sg->mu);
-}
-
-void cn_drive_local_sync_stats(cn_drive *dd, uint64_t *barriers, uint64_t *flushes)
-{
-	local_drive *d = L(dd);
-	pthread_mutex_lock(&d->sg->mu);
-	*barriers = d->sg->barriers;
-	*flushes = d->sg->flushes;
-	pthread_mutex_unlock(&d->sg->mu);
-}
-
-/* --- versions ------------------------------------------------------------------------ */
-
-#define VER_PREFIX "%v."
-
-/* "<key folder>/%v.<vid>" into kp. */
-static cn_err ver_path(cn_buf *kp, const char *vol, const char *key, const char *vid)
-{
-	if (!vid || !id_ok(vid))
-		return CN_ERR_NO_KEY;
-	cn_err e = key_path(kp, vol, key);
-	if (!e)
-		e = cn_buf_printf(kp, "/%%v.%s", vid);
-	return e;
-}
-
-static cn_err local_version_keep(cn_drive *dd, const char *vol, const char *key, const char *vid)
-{
-	local_drive *d = L(dd);
-	cn_buf cur, ver;
-	size_t rdir;
-	cn_buf_init(&cur);
-	cn_buf_init(&ver);
-	cn_err e = rec_path(&cur, vol, key, &rdir);
-	if (!e)
-		e = ver_path(&ver, vol, key, vid);
-	/* link(2) does not replace: an older copy of this vid (a crash between keep and the
-	 * commit that follows it) goes first. The key's folder may not exist yet (a small
-	 * object's record sits beside it): made on ENOENT when the record is there. */
-	if (!e)
-		unlinkat(d->root_fd, ver.p, 0);
-	for (int tries = 0; !e; tries++) {
-		if (linkat(d->root_fd, cur.p, d->root_fd, ver.p, 0) == 0)
-			break;
-		struct stat st;
-		if ((errno != ENOENT && errno != ENOTDIR) || tries == 8) {
-			e = map_errno(d, errno, "keeping version", ver.p);
-		} else if (fstatat(d->root_fd, cur.p, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			e = CN_ERR_NO_KEY;
-		} else {
-			e = make_key_dirs_n(d, ver.p, (size_t)(strrchr(ver.p, '/') - ver.p), strlen(vol));
-			if (e == CN_ERR_NOT_FOUND)
-				e = CN_OK;
-		}
-	}
-	if (!e)
-		pending_dir(d, ver.p, (size_t)(strrchr(ver.p, '/') - ver.p));
-	cn_buf_fini(&cur);
-	cn_buf_fini(&ver);
-	return e;
-}
-
-static cn_err local_version_read(cn_drive *dd, const char *vol, const char *key, const char *vid,
-                                 size_t max, cn_buf *out)
-{
-	cn_buf kp;
-	cn_buf_init(&kp);
-	cn_err e = ver_path(&kp, vol, key, vid);
-	if (!e)
-		e = cn_drive_nowait() ? read_file_nowait(L(dd), kp.p, max, out, CN_ERR_NO_KEY)
-		                      : read_file_at(L(dd), kp.p, max, out, CN_ERR_NO_KEY);
-	cn_buf_fini(&kp);
-	return e;
-}
-
-/* The entries of the key's folder (is_dir: which are folders; NULL: not asked); none
- * (CN_OK) when the key has no folder. */
-static cn_err key_folder_list(local_drive *d, const char *vol, const char *key, char ***names,
-                              bool **is_dir, size_t *n)
-{
-	*names = NULL;
-	if (is_dir)
-		*is_dir = NULL;
-	*n = 0;
-	cn_buf kp;
-	cn_buf_init(&kp);
-	cn_err e = key_path(&kp, vol, key);
-	if (!e)
-		e = list_dir(d, kp.p, names, is_dir, n);
-	cn_buf_fini(&kp);
-	return e == CN_ERR_NOT_FOUND ? CN_OK : e;
-}
-
-static cn_err local_version_list(cn_drive *dd, const char *vol, const char *key, char ***vids,
-                                 size_t *n)
-{
-	char **names;
-	size_t nn;
-	cn_err e = key_folder_list(L(dd), vol, key, &names, NULL, &nn);
-	*vids = NULL;
-	*n = 0;
-	if (e)
-		return e;
-	size_t k = 0, pl = strlen(VER_PREFIX);
-	for (size_t i = 0; i < nn; i++) {
-		if (strncmp(names[i], VER_PREFIX, pl) == 0 && names[i][pl]) {
-			memmove(names[i], names[i] + pl, strlen(names[i] + pl) + 1);
-			names[k++] = names[i];
-		} else {
-			free(names[i]);
-		}
-	}
-	*vids = names;
-	*n = k;
-	return CN_OK;
-}
-
-static cn_err local_data_list(cn_drive *dd, const char *vol, const char *key, char ***ids, size_t *n)
-{
-	char **names;
-	bool *is_dir;
-	size_t nn;
-	cn_err e = key_folder_list(L(dd), vol, key, &names, &is_dir, &nn);
-	*ids = NULL;
-	*n = 0;
-	if (e)
-		return e;
-	size_t k = 0;
-	for (size_t i = 0; i < nn; i++) {
-		if (is_dir[i] && strncmp(names[i], "%d.", 3) == 0 && id_ok(names[i]))
-			names[k++] = names[i];
-		else
-			free(names[i]);
-	}
-	free(is_dir);
-	if (k == 0) {
-		free(names);
-		names = NULL;
-	}
-	*ids = names;
-	*n = k;
-	return CN_OK;
-}
-
-/* --- data_keys: key folders with data folders and no current record ------------------ */
-
-typedef struct dkeys_state {
-	local_drive *d;
-	const char *vol, *prefix;
-	size_t plen;
-	cn_drive_key_fn fn;
-	void *ctx;
-	cn_buf rp;           /* a record's path */
-	char path[PATH_CAP]; /* on-disk path of the current folder */
-	char key[1030];      /* its key (kl bytes, at most 1024), then the keys below it */
-} dkeys_state;
-
-/* path[0..pl) is the folder of key[0..kl) (kl 0: the vol): reports the key when the
- * folder holds a data folder and the key's record is not there, then looks below. */
-static cn_err dkeys_dir(dkeys_state *w, size_t pl, size_t kl)
-{
-	char **names;
-	bool *isdir;
-	size_t n;
-	cn_err e = list_dir(w->d, w->path, &names, &isdir, &n);
-	if (e == CN_ERR_NOT_FOUND)
-		return CN_OK;
-	if (e)
-		return e;
-	bool data = false;
-	for (size_t i = 0; kl && i < n && !data; i++)
-		data = isdir[i] && !strncmp(names[i], "%d.", 3) && id_ok(names[i]);
-	if (data && starts_with(w->key, kl, w->prefix, w->plen)) {
-		w->key[kl] = 0;
-		size_t dl;
-		struct stat st;
-		e = rec_path(&w->rp, w->vol, w->key, &dl);
-		if (!e && fstatat(w->d->root_fd, w->rp.p, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			e = errno == ENOENT || errno == ENOTDIR ? w->fn(w->ctx, w->key, kl)
-			                                         : map_errno(w->d, errno, "looking for", w->rp.p);
-	}
-	for (size_t i = 0; i < n && !e; i++) {
-		const char *c;
-		if (!isdir[i] || !decode_component(names[i], &c))
-			continue;
-		size_t cl = strlen(c), nl = strlen(names[i]);
-		size_t ck = (kl ? kl + 1 : 0) + cl; /* the child's key length */
-		if (ck > 1024 || pl + 1 + nl + 64 >= PATH_CAP)
-			continue; /* no key of ours lives there */
-		if (kl)
-			w->key[kl] = '/';
-		memcpy(w->key + ck - cl, c, cl);
-		/* its keys all start with the child's key: none can match unless one of the
-		 * two starts with the other */
-		if (!starts_with(w->key, ck, w->prefix, w->plen) && !starts_with(w->prefix, w->plen, w->key, ck))
-			continue;
-		w->path[pl] = '/';
-		memcpy(w->path + pl + 1, names[i], nl + 1);
-		e = dkeys_dir(w, pl + 1 + nl, ck);
-		w->path[pl] = 0;
-	}
-	free_names(names, isdir, n);
-	return e;
-}
-
-static cn_err local_data_keys(cn_drive *dd, const char *vol, const char *prefix, cn_drive_key_fn fn,
-                              void *ctx)
-{
-	cn_err e = local_stat_vol(dd, vol, NULL);
-	if (e)
-		return e;
-	dkeys_state *w = calloc(1, sizeof *w);
-	if (!w)
-		return CN_ERR_NOMEM;
-	*w = (dkeys_state){ .d = L(dd), .vol = vol, .prefix = prefix ? prefix : "", .fn = fn, .ctx = ctx };
-	w->plen = strlen(w->prefix);
-	cn_buf_init(&w->rp);
-	snprintf(w->path, sizeof w->path, "%s", vol);
-	e = dkeys_dir(w, strlen(w->path), 0);
-	cn_buf_fini(&w->rp);
-	free(w);
-	return e;
-}
-
-static cn_err local_version_delete(cn_drive *dd, const char *vol, const char *key, const char *vid)
-{
-	local_drive *d = L(dd);
-	cn_buf kp;
-	cn_buf_init(&kp);
-	cn_err e = ver_path(&kp, vol, key, vid);
-	if (!e && unlinkat(d->root_fd, kp.p, 0) < 0)
-		e = (errno == ENOENT || errno == ENOTDIR) ? CN_ERR_NO_KEY
-		                                         : map_errno(d, errno, "removing version", kp.p);
-	if (!e)
-		pending_dir(d, kp.p, (size_t)(strrchr(kp.p, '/') - kp.p));
-	cn_buf_fini(&kp);
-	return e;
-}
-
-static cn_err local_version_promote(cn_drive *dd, const char *vol, const char *key, const char *vid)
-{
-	local_drive *d = L(dd);
-	cn_buf cur, ver;
-	size_t rdir;
-	cn_buf_init(&cur);
-	cn_buf_init(&ver);
-	cn_err e = rec_path(&cur, vol, key, &rdir);
-	if (!e)
-		e = ver_path(&ver, vol, key, vid);
-	/* linked into tmp, then renamed over the current record: the version stays (drive.h) */
-	char id[33], tmp[256];
-	cn_drive_random_id(id);
-	tmp_path(tmp, sizeof tmp, id, TMP_REC);
-	if (!e && linkat(d->root_fd, ver.p, d->root_fd, tmp, 0) < 0)
-		e = (errno == ENOENT || errno == ENOTDIR) ? CN_ERR_NO_KEY
-		                                         : map_errno(d, errno, "promoting version", ver.p);
-	if (!e && renameat(d->root_fd, tmp, d->root_fd, cur.p) < 0)
-		e = map_errno(d, errno, "promoting version", cur.p);
-	/* gone after the rename, unless the current record was already a link of the version
-	 * (rename between two links of one inode does nothing) or the rename failed */
-	unlinkat(d->root_fd, tmp, 0);
-	if (!e)
-		pending_dir(d, cur.p, rdir);
-	cn_buf_fini(&cur);
-	cn_buf_fini(&ver);
-	return e;
-}
-
-static cn_err local_version_write(cn_drive *dd, const char *vol, const char *key, const char *vid,
-                                  const void *rec, size_t reclen)
-{
-	local_drive *d = L(dd);
-	cn_buf ver, tmp;
-	cn_buf_init(&ver);
-	cn_buf_init(&tmp);
-	char id[33];
-	cn_drive_random_id(id);
-	cn_err e = ver_path(&ver, vol, key, vid);
-	/* the tmp file beside it ("%t." never names a key component or a record) */
-	/* the key's folder may not exist yet (a small current version has none) */
-	if (!e && !(e = key_path(&tmp, vol, key)) &&
-	    (e = make_key_dirs(d, tmp.p, strlen(vol))) == CN_ERR_NOT_FOUND)
-		e = CN_ERR_NO_KEY; /* a concurrent delete emptied the key's parents */
-	if (!e)
-		e = cn_buf_printf(&tmp, "/%%t.%s", id);
-	if (!e)
-		e = write_file_at(d, tmp.p, rec, reclen, true);
-	if (!e && renameat(d->root_fd, tmp.p, d->root_fd, ver.p) < 0)
-		e = map_errno(d, errno, "renaming version record into", ver.p);
-	if (e && tmp.len)
-		unlinkat(d->root_fd, tmp.p, 0);
-	if (!e)
-		pending_dir(d, ver.p, (size_t)(strrchr(ver.p, '/') - ver.p));
-	cn_buf_fini(&ver);
-	cn_buf_fini(&tmp);
-	return e;
-}
-
-static cn_err local_move_data(cn_drive *dd, const char *tmp_id, const char *data_id, const char *vol,
-                              const char *key)
-{
-	local_drive *d = L(dd);
-	char src[256];
-	cn_buf kp;
-	if (!id_ok(tmp_id) || !id_ok(data_id))
-		return CN_ERR_INVALID;
-	cn_buf_init(&kp);
-	cn_err e = key_path(&kp, vol, key);
-	size_t klen = kp.len, vol_len = strlen(vol);
-	tmp_path(src, sizeof src, tmp_id, TMP_DATA);
-	for (int tries = 0; !e; tries++) {
-		if (tries == 8) {
-			e = map_errno(d, ENOENT, "moving data into", kp.p);
-			break;
-		}
-		kp.p[klen] = 0;
-		kp.len = klen;
-		e = make_key_dirs(d, kp.p, vol_len);
-		if (e == CN_ERR_NOT_FOUND) {
-			e = CN_OK;
-			continue;
-		}
-		if (e)
-			break;
-		if ((e = cn_buf_printf(&kp, "/%s", data_id)))
-			break;
-		if (renameat(d->root_fd, src, d->root_fd, kp.p) == 0) {
-			pending_dir(d, kp.p, klen);
-			pending_dir(d, kp.p, kp.len);
-			break;
-		}
-		if (errno != ENOENT) {
-			e = map_errno(d, errno, "moving data into", kp.p);
-			break;
-		}
-	}
-	local_abort_tmp(dd, tmp_id);
-	cn_buf_fini(&kp);
-	return e;
-}
-
-/* --- multipart uploads --------------------------------------------------------------- */
-
-#define MP_DIR ".cairn.sys/multipart"
-
-void cn_drive_free_names(char **names, size_t n)
-{
-	free_names(names, NULL, n);
-}
-
-/* ".cairn.sys/multipart/<vol>[/<upload_id>[/<name>]]" into out; false on a bad name. */
-static bool upload_path(char *out, size_t cap, const char *vol, const char *upload_id,
-                        const char *name)
-{
-	if (!vol_ok(vol) || (upload_id && !id_ok(upload_id)) || (name && !id_ok(name)))
-		return false;
-	int n;
-	if (!upload_id)
-		n = snprintf(out, cap, MP_DIR "/%s", vol);
-	else if (!name)
-		n = snprintf(out, cap, MP_DIR "/%s/%s", vol, upload_id);
-	else
-		n = snprintf(out, cap, MP_DIR "/%s/%s/%s", vol, upload_id, name);
-	return n > 0 && (size_t)n < cap;
-}
-
-static cn_err local_upload_write(cn_drive *dd, const char *vol, const char *upload_id,
-                                 const char *name, bool create, const void *p, size_t len)
-{
-	local_drive *d = L(dd);
-	char dir[PATH_CAP], path[PATH_CAP], tmp[PATH_CAP + 48], id[33];
-	if (!upload_path(dir, sizeof dir, vol, upload_id, NULL) ||
-	    !upload_path(path, sizeof path, vol, upload_id, name))
-		return CN_ERR_INVALID;
-	if (create) {
-		char parent[PATH_CAP];
-		upload_path(parent, sizeof parent, vol, NULL, NULL);
-		if (mkdirat(d->root_fd, MP_DIR, 0755) < 0 && errno != EEXIST)
-			return map_errno(d, errno, "creating folder", MP_DIR);
-		if (mkdirat(d->root_fd, parent, 0755) < 0 && errno != EEXIST)
-			return map_errno(d, errno, "creating folder", parent);
-		if (mkdirat(d->root_fd, dir, 0755) < 0 && errno != EEXIST)
-			return map_errno(d, errno, "creating folder", dir);
-		pending_full(d); /* new folders: rare (one per upload) */
-	}
-	/* the tmp file sits in the upload folder itself: a rename within one folder, and an
-	 * upload that is gone makes the create fail instead of resurrecting it */
-	cn_drive_random_id(id);
-	snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, id);
-	int fd = openat(d->root_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return errno == ENOENT ? CN_ERR_NOT_FOUND : map_errno(d, errno, "creating", tmp);
-	cn_err e = write_all(d, fd, p, len, tmp);
-	if (!e)
-		e = sync_fd(d, fd, tmp);
-	if (close(fd) < 0 && !e)
-		e = map_errno(d, errno, "closing", tmp);
-	if (!e && renameat(d->root_fd, tmp, d->root_fd, path) < 0)
-		e = errno == ENOENT ? CN_ERR_NOT_FOUND : map_errno(d, errno, "renaming into", path);
-	if (e)
-		unlinkat(d->root_fd, tmp, 0);
-	else
-		pending_dir(d, dir, strlen(dir));
-	return e;
-}
-
-static cn_err local_upload_read(cn_drive *dd, const char *vol, const char *upload_id,
-                                const char *name, size_t max, cn_buf *out)
-{
-	char path[PATH_CAP];
-	if (!upload_path(path, sizeof path, vol, upload_id, name))
-		return CN_ERR_NOT_FOUND;
-	return read_file_at(L(dd), path, max, out, CN_ERR_NOT_FOUND);
-}
-
-static cn_err local_upload_list(cn_drive *dd, const char *vol, const char *upload_id,
-                                char ***names, size_t *n)
-{
-	char path[PATH_CAP];
-	*names = NULL;
-	*n = 0;
-	if (!upload_path(path, sizeof path, vol, upload_id, NULL))
-		return upload_id ? CN_ERR_NOT_FOUND : CN_OK;
-	bool *isdir;
-	char **all;
-	size_t na;
-	cn_err e = list_dir(L(dd), path, &all, &isdir, &na);
-	if (e == CN_ERR_NOT_FOUND && !upload_id)
-		return CN_OK;
-	if (e)
-		return e;
-	/* uploads are folders, files are files; hidden names are in-flight tmp files */
-	size_t k = 0;
-	for (size_t i = 0; i < na; i++) {
-		if (all[i][0] == '.' || isdir[i] != (upload_id == NULL)) {
-			free(all[i]);
-			continue;
-		}
-		all[k++] = all[i];
-	}
-	free(isdir);
-	*names = all;
-	*n = k;
-	return CN_OK;
-}
-
-static cn_err local_upload_take(cn_drive *dd, const char *tmp_id, const char *data_id,
-                                const char *src, const char *vol, const char *upload_id,
-                                const char *dst)
-{
-	local_drive *d = L(dd);
-	char from[PATH_CAP], to[PATH_CAP], dir[PATH_CAP], rest[256];
-	if (!id_ok(tmp_id) || !id_ok(data_id) || !id_ok(src) ||
-	    !upload_path(to, sizeof to, vol, upload_id, dst) ||
-	    !upload_path(dir, sizeof dir, vol, upload_id, NULL))
-		return CN_ERR_INVALID;
-	snprintf(rest, sizeof rest, TMP_DATA "/%s", src);
-	tmp_path(from, sizeof from, tmp_id, rest);
-	cn_err e = CN_OK;
-	if (renameat(d->root_fd, from, d->root_fd, to) < 0)
-		e = errno == ENOENT ? CN_ERR_NOT_FOUND : map_errno(d, errno, "renaming part into", to);
-	else
-		pending_dir(d, dir, strlen(dir));
-	local_abort_tmp(dd, tmp_id);
-	return e;
-}
-
-static cn_err local_upload_link(cn_drive *dd, const char *vol, const char *upload_id,
-                                const char *src, const char *tmp_id, const char *data_id,
-                                const char *dst)
-{
-	local_drive *d = L(dd);
-	char from[PATH_CAP], to[PATH_CAP], rest[256];
-	if (!id_ok(tmp_id) || !id_ok(data_id) || !id_ok(dst) ||
-	    !upload_path(from, sizeof from, vol, upload_id, src))
-		return CN_ERR_INVALID;
-	tmp_path(to, sizeof to, tmp_id, TMP_DATA);
-	if (mkdirat(d->root_fd, to, 0755) < 0 && errno != EEXIST)
-		return map_errno(d, errno, "creating folder", to);
-	snprintf(rest, sizeof rest, TMP_DATA "/%s", dst);
-	tmp_path(to, sizeof to, tmp_id, rest);
-	if (linkat(d->root_fd, from, d->root_fd, to, 0) < 0) {
-		if (errno == ENOENT)
-			return CN_ERR_NOT_FOUND;
-		return map_errno(d, errno, "linking part", from);
-	}
-	return CN_OK;
-}
-
-/* Trees renamed into tmp (finished uploads) are removed off the request path: a detached
- * thread per tree, working through its own descriptor of the tmp folder (still valid when
- * the drive closes; a tree left by an exit is tmp garbage, removed at the next open). */
-typedef struct trash {
-	int fd;
-	char name[64];
-} trash;
-
-static int trash_rm(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	remove(p);
-	return 0;
-}
-
-static void *trash_run(void *arg)
-{
-	trash *t = arg;
-	char path[128];
-	snprintf(path, sizeof path, "/proc/self/fd/%d/%s", t->fd, t->name);
-	nftw(path, trash_rm, 16, FTW_DEPTH | FTW_PHYS);
-	close(t->fd);
-	free(t);
-	return NULL;
-}
-
-/* tmp_rel: a name directly under TMP_DIR. */
-static void trash_later(local_drive *d, const char *tmp_rel)
-{
-	trash *t = calloc(1, sizeof *t);
-	pthread_t th;
-	pthread_attr_t at;
-	if (t && snprintf(t->name, sizeof t->name, "%s", tmp_rel) < (int)sizeof t->name &&
-	    (t->fd = openat(d->root_fd, TMP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		bool ok = cn_thread_create(&th, &at, trash_run, t) == 0;
-		pthread_attr_destroy(&at);
-		if (ok)
-			return;
-		close(t->fd);
-	}
-	free(t);
-	char path[160];
-	snprintf(path, sizeof path, TMP_DIR "/%s", tmp_rel);
-	remove_path(d, path); /* no thread: remove it now */
-}
-
-static cn_err local_upload_remove(cn_drive *dd, const char *vol, const char *upload_id)
-{
-	local_drive *d = L(dd);
-	char path[PATH_CAP], tmp[128], id[33];
-	if (!upload_path(path, sizeof path, vol, upload_id, NULL))
-		return CN_OK;
-	/* rename away first, so the upload disappears at once; the rest is tmp garbage */
-	cn_drive_random_id(id);
-	snprintf(tmp, sizeof tmp, TMP_DIR "/%s.mp", id);
-	if (renameat(d->root_fd, path, d->root_fd, tmp) < 0) {
-		if (errno == ENOENT)
-			return CN_OK;
-		return map_errno(d, errno, "removing upload", path);
-	}
-	pending_full(d);
-	snprintf(tmp, sizeof tmp, "%s.mp", id);
-	trash_later(d, tmp);
-	return CN_OK;
-}
 
 /* The system folders under the root (made where missing); clean: empty tmp first,
  * everything in it is garbage from a crash (FORMAT.md §2). */
@@ -2399,27 +51,25 @@ static cn_err init_root(local_drive *d, bool clean)
 	static const char *const dirs[] = { SYS_DIR, TMP_DIR, SYS_DIR "/buckets" };
 	for (size_t i = 0; i < 3 && !e; i++)
 		if (mkdirat(d->root_fd, dirs[i], 0755) < 0 && errno != EEXIST)
-			e = map_errno(d, errno, "creating folder", dirs[i]);
+			e = cn_local__map_errno(d, errno, "creating folder", dirs[i]);
 	if (!e && clean) {
-		pthread_mutex_lock(&d->pool.mu); /* its files go with tmp (P3) */
-		d->pool.n = 0;
-		pthread_mutex_unlock(&d->pool.mu);
+		cn_local__pool_clear(d);
 		char **names;
 		size_t n;
-		e = list_dir(d, TMP_DIR, &names, NULL, &n);
+		e = cn_local__list_dir(d, TMP_DIR, &names, NULL, &n);
 		for (size_t i = 0; i < n && !e; i++) {
 			char p[PATH_CAP];
 			snprintf(p, sizeof p, TMP_DIR "/%s", names[i]);
-			e = remove_path(d, p);
+			e = cn_local__remove_path(d, p);
 		}
 		if (n || names)
-			free_names(names, NULL, n);
+			cn_local__free_names(names, NULL, n);
 	}
 	for (int i = 0; i < TMP_SHARDS && !e; i++) {
 		char p[64];
 		snprintf(p, sizeof p, TMP_DIR "/%02x", i);
 		if (mkdirat(d->root_fd, p, 0755) < 0 && errno != EEXIST)
-			e = map_errno(d, errno, "creating folder", p);
+			e = cn_local__map_errno(d, errno, "creating folder", p);
 	}
 	return e;
 }
@@ -2496,20 +146,20 @@ static cn_err local_reopen(cn_drive *dd)
 		return CN_ERR_OFFLINE;
 	syncgroup *g = NULL;
 	if (fstat(fd, &st) < 0 || st.st_nlink == 0 || st.st_dev != now.st_dev ||
-	    st.st_ino != now.st_ino || !(g = group_get(st.st_dev))) {
+	    st.st_ino != now.st_ino || !(g = cn_local__group_get(st.st_dev))) {
 		close(fd); /* gone, or changed again since the stat: the next check sees it */
 		return g ? CN_ERR_OFFLINE : CN_ERR_NOMEM;
 	}
 	if (dup3(fd, d->root_fd, O_CLOEXEC) < 0) {
-		cn_err e = map_errno(d, errno, "re-opening", ".");
+		cn_err e = cn_local__map_errno(d, errno, "re-opening", ".");
 		close(fd);
-		group_put(g);
+		cn_local__group_put(g);
 		return e;
 	}
 	note_root(d, fd, &st);
 	close(fd);
 	if (g == d->sg)
-		group_put(g); /* same filesystem: keep the one reference */
+		cn_local__group_put(g); /* same filesystem: keep the one reference */
 	else
 		d->sg = g; /* another one: the old group stays (a sync may still be using it) */
 	if (d->absent) {
@@ -2524,11 +174,38 @@ static cn_err local_reopen(cn_drive *dd)
 	return init_root(d, true);
 }
 
+static cn_err local_info(cn_drive *dd, cn_drive_info *out)
+{
+	local_drive *d = L(dd);
+	struct statvfs sv;
+	memset(out, 0, sizeof *out);
+	if (fstatvfs(d->root_fd, &sv) < 0)
+		return cn_local__map_errno(d, errno, "statvfs", ".");
+	out->total = (uint64_t)sv.f_blocks * sv.f_frsize;
+	out->free = (uint64_t)sv.f_bavail * sv.f_frsize;
+	out->used = out->total - (uint64_t)sv.f_bfree * sv.f_frsize;
+	/* a drive folder removed under us (unmounted disk, rm -rf) is not a drive any more:
+	 * its "no such key" answers must not count */
+	struct stat st, up;
+	out->online = fstat(d->root_fd, &st) == 0 && st.st_nlink > 0;
+	if (out->online && fstatat(d->root_fd, "..", &up, 0) == 0) {
+		out->fs_id = (uint64_t)st.st_dev + 1; /* never 0 ("unknown") */
+		out->parent_fs_id = (uint64_t)up.st_dev + 1;
+	}
+	return CN_OK;
+}
+
+static bool local_online(cn_drive *dd)
+{
+	struct stat st;
+	return fstat(L(dd)->root_fd, &st) == 0 && st.st_nlink > 0;
+}
+
 static void local_close(cn_drive *dd)
 {
 	local_drive *d = L(dd);
 	close(d->root_fd);
-	group_put(d->sg);
+	cn_local__group_put(d->sg);
 	pthread_mutex_destroy(&d->pool.mu);
 	free(d);
 }
@@ -2539,48 +216,48 @@ static const cn_drive_ops local_ops = {
 	.online = local_online,
 	.reopen = local_reopen,
 	.replaced = local_replaced,
-	.read_sys = local_read_sys,
-	.write_sys = local_write_sys,
-	.remove_sys = local_remove_sys,
-	.make_vol = local_make_vol,
-	.stat_vol = local_stat_vol,
-	.delete_vol = local_delete_vol,
-	.purge_vol = local_purge_vol,
-	.list_vols = local_list_vols,
-	.create_file = local_create_file,
-	.file_write = local_file_write,
-	.file_close = local_file_close,
-	.abort_tmp = local_abort_tmp,
-	.rename_data = local_rename_data,
-	.prev_keep = local_prev_keep,
-	.prev_read = local_prev_read,
-	.prev_drop = local_prev_drop,
-	.read_meta = local_read_meta,
-	.delete_meta = local_delete_meta,
-	.delete_data = local_delete_data,
-	.open_data = local_open_data,
-	.rfile_read = local_rfile_read,
-	.rfile_fd = local_rfile_fd,
-	.rfile_size = local_rfile_size,
-	.rfile_close = local_rfile_close,
-	.walk = local_walk,
-	.version_keep = local_version_keep,
-	.version_read = local_version_read,
-	.version_list = local_version_list,
-	.data_list = local_data_list,
-	.data_keys = local_data_keys,
-	.version_delete = local_version_delete,
-	.version_promote = local_version_promote,
-	.version_write = local_version_write,
-	.move_data = local_move_data,
-	.upload_write = local_upload_write,
-	.upload_read = local_upload_read,
-	.upload_list = local_upload_list,
-	.upload_take = local_upload_take,
-	.upload_link = local_upload_link,
-	.upload_remove = local_upload_remove,
-	.sync = local_sync,
-	.sync_group = local_sync_group,
+	.read_sys = cn_local__read_sys,
+	.write_sys = cn_local__write_sys,
+	.remove_sys = cn_local__remove_sys,
+	.make_vol = cn_local__make_vol,
+	.stat_vol = cn_local__stat_vol,
+	.delete_vol = cn_local__delete_vol,
+	.purge_vol = cn_local__purge_vol,
+	.list_vols = cn_local__list_vols,
+	.create_file = cn_local__create_file,
+	.file_write = cn_local__file_write,
+	.file_close = cn_local__file_close,
+	.abort_tmp = cn_local__abort_tmp,
+	.rename_data = cn_local__rename_data,
+	.prev_keep = cn_local__prev_keep,
+	.prev_read = cn_local__prev_read,
+	.prev_drop = cn_local__prev_drop,
+	.read_meta = cn_local__read_meta,
+	.delete_meta = cn_local__delete_meta,
+	.delete_data = cn_local__delete_data,
+	.open_data = cn_local__open_data,
+	.rfile_read = cn_local__rfile_read,
+	.rfile_fd = cn_local__rfile_fd,
+	.rfile_size = cn_local__rfile_size,
+	.rfile_close = cn_local__rfile_close,
+	.walk = cn_local__walk,
+	.version_keep = cn_local__version_keep,
+	.version_read = cn_local__version_read,
+	.version_list = cn_local__version_list,
+	.data_list = cn_local__data_list,
+	.data_keys = cn_local__data_keys,
+	.version_delete = cn_local__version_delete,
+	.version_promote = cn_local__version_promote,
+	.version_write = cn_local__version_write,
+	.move_data = cn_local__move_data,
+	.upload_write = cn_local__upload_write,
+	.upload_read = cn_local__upload_read,
+	.upload_list = cn_local__upload_list,
+	.upload_take = cn_local__upload_take,
+	.upload_link = cn_local__upload_link,
+	.upload_remove = cn_local__upload_remove,
+	.sync = cn_local__sync,
+	.sync_group = cn_local__sync_group,
 };
 
 /* A local drive over the folder open as fd (its stat st), which it takes: NULL when out of
@@ -2603,7 +280,7 @@ static local_drive *local_new(const char *path, bool durable, int fd, const stru
 	const char *m = getenv("CAIRN_SYNC");
 	d->sync_mode_full = !(m && strcmp(m, "fsync") == 0);
 	d->base.writes_sync = durable && !d->sync_mode_full;
-	d->sg = group_get(st->st_dev);
+	d->sg = cn_local__group_get(st->st_dev);
 	if (!d->sg) {
 		close(fd);
 		pthread_mutex_destroy(&d->pool.mu);
@@ -2652,7 +329,7 @@ cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out)
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		close(fd);
-		return CN_ERR_NOMEM; /* as before: no group without the folder's device */
+		return CN_ERR_NOMEM; /* no group without the folder's device */
 	}
 	local_drive *d = local_new(path, durable, fd, &st);
 	if (!d)
@@ -2663,5 +340,2111 @@ cn_err cn_drive_local_open(const char *path, bool durable, cn_drive **out)
 		return e;
 	}
 	*out = &d->base;
+	return CN_OK;
+}
+
+static void pool_path(char *out, size_t cap, uint32_t id)
+{
+	int n = snprintf(out, cap, TMP_DIR "/%02x/p%u", id % TMP_SHARDS, id);
+	CN_ASSERT(n > 0 && (size_t)n < cap);
+}
+
+/* A pool file to reuse, or false when the pool is empty. */
+static bool pool_take(local_drive *d, uint32_t *id)
+{
+	pthread_mutex_lock(&d->pool.mu);
+	bool ok = d->pool.n > 0;
+	if (ok)
+		*id = d->pool.ids[--d->pool.n];
+	pthread_mutex_unlock(&d->pool.mu);
+	return ok;
+}
+
+/* A new pool name for a record about to be freed, or false when the pool is full. */
+static bool pool_name(local_drive *d, uint32_t *id)
+{
+	pthread_mutex_lock(&d->pool.mu);
+	bool ok = d->pool.n < POOL_MAX;
+	if (ok)
+		*id = d->pool.next++;
+	pthread_mutex_unlock(&d->pool.mu);
+	return ok;
+}
+
+/* Puts the file renamed to pool name id into the pool (unlinked when it filled meanwhile). */
+static void pool_give(local_drive *d, uint32_t id)
+{
+	pthread_mutex_lock(&d->pool.mu);
+	bool ok = d->pool.n < POOL_MAX;
+	if (ok)
+		d->pool.ids[d->pool.n++] = id;
+	pthread_mutex_unlock(&d->pool.mu);
+	if (!ok) {
+		char p[64];
+		pool_path(p, sizeof p, id);
+		unlinkat(d->root_fd, p, 0);
+	}
+}
+
+/* A pool file opened for writing a new record (truncated), its path in path[0..cap); -1
+ * when the pool is empty or none of its files opens (P3: a wiped drive). */
+int cn_local__pool_open(local_drive *d, char *path, size_t cap)
+{
+	uint32_t id;
+	while (pool_take(d, &id)) {
+		pool_path(path, cap, id);
+		int fd = openat(d->root_fd, path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0)
+			return fd;
+	}
+	return -1;
+}
+
+/* Removes the record file at path: into the pool when it has no other link (P1), else
+ * unlinked. CN_ERR_NO_KEY when absent. */
+cn_err cn_local__retire_record(local_drive *d, const char *path)
+{
+	struct stat st;
+	uint32_t id;
+	char pp[64];
+	if (fstatat(d->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_nlink == 1 && pool_name(d, &id)) {
+		pool_path(pp, sizeof pp, id);
+		if (renameat(d->root_fd, path, d->root_fd, pp) == 0) {
+			if (st.st_size > POOL_KEEP_BYTES) { /* its blocks are freed now (P4) */
+				int fd = openat(d->root_fd, pp, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+				if (fd >= 0)
+					close(fd);
+			}
+			pool_give(d, id);
+			return CN_OK;
+		}
+	}
+	if (unlinkat(d->root_fd, path, 0) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return CN_ERR_NO_KEY;
+		return cn_local__map_errno(d, errno, "removing record", path);
+	}
+	return CN_OK;
+}
+
+/* Forgets every pool file: their files go with tmp when it is emptied (P3). */
+void cn_local__pool_clear(local_drive *d)
+{
+	pthread_mutex_lock(&d->pool.mu);
+	d->pool.n = 0;
+	pthread_mutex_unlock(&d->pool.mu);
+}
+
+static pthread_mutex_t groups_mu = PTHREAD_MUTEX_INITIALIZER;
+static syncgroup *groups;
+
+syncgroup *cn_local__group_get(dev_t dev)
+{
+	pthread_mutex_lock(&groups_mu);
+	syncgroup *g = groups;
+	while (g && g->dev != dev)
+		g = g->next;
+	if (!g && (g = calloc(1, sizeof *g))) {
+		g->dev = dev;
+		pthread_mutex_init(&g->mu, NULL);
+		g->next = groups;
+		groups = g;
+	}
+	if (g)
+		g->refs++;
+	pthread_mutex_unlock(&groups_mu);
+	return g;
+}
+
+void cn_local__group_put(syncgroup *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_lock(&groups_mu);
+	if (--g->refs == 0) {
+		syncgroup **pp = &groups;
+		while (*pp != g)
+			pp = &(*pp)->next;
+		*pp = g->next;
+		pthread_mutex_destroy(&g->mu);
+		free(g);
+	}
+	pthread_mutex_unlock(&groups_mu);
+}
+
+static void futex_wait_u32(_Atomic uint32_t *w, uint32_t seen)
+{
+	/* Returns on a wake, a changed word (EAGAIN), a signal or a spurious wake-up: callers
+	 * re-check their condition. */
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+}
+
+static void futex_wake_u32(_Atomic uint32_t *w, int n)
+{
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+/* S4: one group per filesystem; its syncfs runs on the fd of whichever drive leads. S5:
+ * who sleeps where and who is woken. */
+static cn_err syncfs_group(local_drive *d)
+{
+	syncgroup *g = d->sg;
+	pthread_mutex_lock(&g->mu);
+	g->barriers++;
+	uint64_t target = g->started + 1; /* S2 */
+	int par = (int)(target & 1);
+	while (atomic_load(&g->completed) < target) {
+		if (g->running) {
+			/* A flush runs: it is target - 1 (we need the next) or target itself (a
+			 * waiter handed the lead, then someone else took it first). */
+			if (target == g->started + 1)
+				g->want_next[par] = true;
+			uint32_t seen = atomic_load(&g->wake[par]);
+			pthread_mutex_unlock(&g->mu);
+			futex_wait_u32(&g->wake[par], seen);
+			if (atomic_load(&g->completed) >= target)
+				goto done; /* woken with our generation: no mutex needed */
+			pthread_mutex_lock(&g->mu);
+			continue;
+		}
+		/* No flush runs and ours has not completed: started == completed == target - 1
+		 * (S1, S2), so the flush we start is ours. */
+		g->running = true;
+		uint64_t gen = ++g->started;
+		g->want_next[par] = false;
+		pthread_mutex_unlock(&g->mu);
+		int rc = syncfs(d->root_fd);
+		int err = errno;
+		pthread_mutex_lock(&g->mu);
+		g->running = false;
+		g->flushes++;
+		if (rc < 0) {
+			atomic_store(&g->failed_gen, gen);
+			cn_log(CN_LOG_ERROR, NULL, "drive %s: syncfs: %s", d->base.endpoint, strerror(err));
+		}
+		atomic_store(&g->completed, gen);
+		int next = (int)((gen + 1) & 1);
+		bool handoff = g->want_next[next];
+		g->want_next[next] = false;
+		/* Bumped under the mutex, so a waiter that read the word before sleeping either
+		 * sleeps already (and is woken below) or finds it changed and does not sleep. */
+		atomic_fetch_add(&g->wake[par], 1);
+		if (handoff)
+			atomic_fetch_add(&g->wake[next], 1);
+		pthread_mutex_unlock(&g->mu);
+		futex_wake_u32(&g->wake[par], INT32_MAX);
+		if (handoff)
+			futex_wake_u32(&g->wake[next], 1); /* one leader for the next generation */
+		goto done;
+	}
+	pthread_mutex_unlock(&g->mu);
+done:
+	return atomic_load(&g->failed_gen) >= target ? CN_ERR_IO : CN_OK; /* S3 */
+}
+
+/* Targeted durability (CAIRN_SYNC=fsync). Instead of flushing the whole filesystem, each
+ * request syncs exactly what it changed: file contents are fdatasync'ed when written
+ * (file_close(keep), the record in rename_data), and the folders whose entries changed
+ * are remembered per thread and fsync'ed by sync(). Concurrent requests' fsyncs share
+ * ext4/xfs journal commits, which is the group commit; it also keeps one tenant's sync
+ * from flushing everybody else's dirty data on a shared filesystem (a syncfs does:
+ * docs/PERF.md). Operations that are rare and touch system files (volumes, format,
+ * bucket files) set need_full, and sync() then runs the syncfs group commit above.
+ *  T1. An entry is added after the change it covers; sync() fsyncs every entry recorded
+ *      by the calling thread for that drive and clears them, so a request's own changes
+ *      are durable when its sync() returns CN_OK. */
+#define PENDING_MAX 24
+#define PENDING_DIR_CAP 1200   /* longer folder paths fall back to a syncfs */
+#define PENDING_SLOTS 16       /* drives with unsynced changes per thread (a set's drives) */
+typedef struct pending_slot {
+	local_drive *d;
+	bool need_full;
+	int n;
+	char dirs[PENDING_MAX][PENDING_DIR_CAP];
+} pending_slot;
+static __thread pending_slot pendings[PENDING_SLOTS];
+
+static cn_err fsync_dir(local_drive *d, const char *path)
+{
+	int fd = openat(d->root_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return CN_OK; /* removed since (a delete won): nothing left to persist */
+		return cn_local__map_errno(d, errno, "opening folder to sync", path);
+	}
+	cn_err e = CN_OK;
+	if (fsync(fd) < 0)
+		e = cn_local__map_errno(d, errno, "syncing folder", path);
+	close(fd);
+	return e;
+}
+
+/* Syncs and clears one slot (T1). */
+static cn_err pending_flush(pending_slot *p)
+{
+	cn_err e = CN_OK;
+	/* deepest folders were recorded last; any order is correct */
+	for (int i = p->n - 1; i >= 0; i--) {
+		cn_err e2 = fsync_dir(p->d, p->dirs[i]);
+		if (e2 && !e)
+			e = e2;
+	}
+	p->n = 0;
+	if (p->need_full) {
+		p->need_full = false;
+		cn_err e2 = syncfs_group(p->d);
+		if (e2 && !e)
+			e = e2;
+	}
+	return e;
+}
+
+/* The calling thread's slot for d; create: take a free one, else flush the oldest-used
+ * other slot now (its changes become durable early, which is always allowed). NULL only
+ * when !create and d has none. */
+static pending_slot *pending_slot_of(local_drive *d, bool create)
+{
+	pending_slot *free_slot = NULL;
+	for (int i = 0; i < PENDING_SLOTS; i++) {
+		if (pendings[i].d == d)
+			return &pendings[i];
+		if (!free_slot && (!pendings[i].d || (!pendings[i].n && !pendings[i].need_full)))
+			free_slot = &pendings[i];
+	}
+	if (!create)
+		return NULL;
+	if (!free_slot) {
+		free_slot = &pendings[0];
+		pending_flush(free_slot);
+	}
+	free_slot->d = d;
+	free_slot->n = 0;
+	free_slot->need_full = false;
+	return free_slot;
+}
+
+void cn_local__pending_dir(local_drive *d, const char *dir, size_t len)
+{
+	if (!d->durable || d->sync_mode_full)
+		return;
+	pending_slot *p = pending_slot_of(d, true);
+	for (int i = 0; i < p->n; i++)
+		if (strlen(p->dirs[i]) == len && memcmp(p->dirs[i], dir, len) == 0)
+			return;
+	if (p->n == PENDING_MAX || len >= PENDING_DIR_CAP) {
+		p->need_full = true;
+		return;
+	}
+	memcpy(p->dirs[p->n], dir, len);
+	p->dirs[p->n][len] = 0;
+	p->n++;
+}
+
+void cn_local__pending_full(local_drive *d)
+{
+	if (!d->durable)
+		return;
+	pending_slot_of(d, true)->need_full = true;
+}
+
+cn_err cn_local__sync_fd(local_drive *d, int fd, const char *path)
+{
+	if (!d->durable || d->sync_mode_full)
+		return CN_OK;
+	if (fdatasync(fd) < 0)
+		return cn_local__map_errno(d, errno, "syncing", path);
+	return CN_OK;
+}
+
+cn_err cn_local__sync(cn_drive *dd)
+{
+	local_drive *d = L(dd);
+	if (!d->durable)
+		return CN_OK;
+	if (d->sync_mode_full)
+		return syncfs_group(d);
+	pending_slot *p = pending_slot_of(d, false);
+	cn_err e = p ? pending_flush(p) : CN_OK;
+	if (p)
+		p->d = NULL;
+	return e;
+}
+
+
+/* What one sync() of this drive makes durable beyond itself: in syncfs mode the whole
+ * filesystem (every drive of the group); in targeted mode only its own changes. */
+const void *cn_local__sync_group(cn_drive *dd)
+{
+	local_drive *d = L(dd);
+	return d->sync_mode_full ? (const void *)d->sg : (const void *)d;
+}
+
+void cn_drive_local_sync_gens(cn_drive *dd, uint64_t *started, uint64_t *completed)
+{
+	local_drive *d = L(dd);
+	pthread_mutex_lock(&d->sg->mu);
+	*started = d->sg->started;
+	*completed = atomic_load(&d->sg->completed);
+	pthread_mutex_unlock(&d->sg->mu);
+}
+
+void cn_drive_local_sync_stats(cn_drive *dd, uint64_t *barriers, uint64_t *flushes)
+{
+	local_drive *d = L(dd);
+	pthread_mutex_lock(&d->sg->mu);
+	*barriers = d->sg->barriers;
+	*flushes = d->sg->flushes;
+	pthread_mutex_unlock(&d->sg->mu);
+}
+
+struct cn_drive_file {
+	local_drive *d;
+	int fd;
+	char path[256];
+};
+
+struct cn_drive_rfile {
+	int fd;
+	int64_t size;
+};
+
+/* Maps errno of a failed action on path to cn_err, logging the unexpected ones. */
+cn_err cn_local__map_errno(local_drive *d, int e, const char *action, const char *path)
+{
+	switch (e) {
+	case ENOSPC:
+	case EDQUOT:
+		cn_log(CN_LOG_WARN, NULL, "drive %s: %s %s: no space", d->base.endpoint, action, path);
+		return CN_ERR_NOSPACE;
+	case ENOMEM:
+		return CN_ERR_NOMEM;
+	case ENAMETOOLONG:
+		return CN_ERR_BAD_KEY;
+	default:
+		cn_log(CN_LOG_ERROR, NULL, "drive %s: %s %s: %s", d->base.endpoint, action, path,
+		       strerror(e));
+		return CN_ERR_IO;
+	}
+}
+
+cn_err cn_local__write_all(local_drive *d, int fd, const void *p, size_t len, const char *path)
+{
+	const char *c = p;
+	while (len > 0) {
+		ssize_t n = write(fd, c, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return cn_local__map_errno(d, errno, "writing", path);
+		}
+		c += n;
+		len -= (size_t)n;
+	}
+	return CN_OK;
+}
+
+/* Reads the whole file at path into out (at most max bytes). ENOENT/ENOTDIR -> notfound.
+ * A record of up to 64 KiB costs open, one read, close (a read that returns less than
+ * asked is the end of a regular file; this is on every uncached GET's path, once per
+ * drive read); a larger one an fstat and one more read. A folder at path fails the read
+ * with EISDIR -> CN_ERR_CORRUPT. */
+cn_err cn_local__read_file_at(local_drive *d, const char *path, size_t max, cn_buf *out,
+                              cn_err notfound)
+{
+	out->len = 0;
+	int fd = openat(d->root_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return notfound;
+		return cn_local__map_errno(d, errno, "opening", path);
+	}
+	/* The first read goes to the stack: a record that fits (a small object's, an
+	 * erasure-coded 64 KiB object's shard, any object's metadata) then gets an allocation
+	 * of its exact size and one copy, and costs open, read, close. Reading into a 64 KiB
+	 * allocation trimmed afterwards would leave a free remainder behind on every read.
+	 * (64 KiB: worker stacks are 1 MiB; a 16 KiB buffer would cost records of 16-64 KiB
+	 * an fstat and a second read.) */
+	char first[65536];
+	ssize_t n0;
+	while ((n0 = read(fd, first, sizeof first)) < 0 && errno == EINTR)
+		;
+	if (n0 < 0) {
+		cn_err e = errno == EISDIR ? CN_ERR_CORRUPT
+		                           : cn_local__map_errno(d, errno, "reading", path);
+		close(fd);
+		return e;
+	}
+	/* want: what is left to read (0: the first read had the whole file). Larger: fstat
+	 * tells the rest, read into an exact buffer (doubling would grow a 65 KiB record's buffer
+	 * to 128 KiB); 64 KiB steps when the size is unknown or the file grows meanwhile. */
+	size_t want = 0;
+	struct stat st;
+	if ((size_t)n0 == sizeof first)
+		want = fstat(fd, &st) == 0 && st.st_size >= n0 && (uint64_t)st.st_size < max
+		               ? (size_t)st.st_size - (size_t)n0 + 1
+		               : 64 * 1024;
+	cn_err e = (size_t)n0 > max ? CN_ERR_TOO_LARGE : cn_buf_reserve_exact(out, (size_t)n0 + want);
+	if (!e) {
+		memcpy(out->p, first, (size_t)n0);
+		out->len = (size_t)n0;
+	}
+	while (!e && want > 0) {
+		if (want > max + 1 - out->len)
+			want = max + 1 - out->len;
+		if (want == 0) {
+			e = CN_ERR_TOO_LARGE;
+			break;
+		}
+		if ((e = cn_buf_reserve_exact(out, want)))
+			break;
+		ssize_t n = read(fd, out->p + out->len, want);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			e = errno == EISDIR ? CN_ERR_CORRUPT
+			                    : cn_local__map_errno(d, errno, "reading", path);
+			break;
+		}
+		out->len += (size_t)n;
+		if ((size_t)n < want)
+			break; /* end of file */
+		want = out->len; /* grew since the fstat: grow geometrically */
+	}
+	if (!e && out->len > max)
+		e = CN_ERR_TOO_LARGE;
+	if (!e)
+		out->p[out->len] = 0;
+	close(fd);
+	return e;
+}
+
+/* Writes a new file at path (truncating). */
+cn_err cn_local__write_file_at(local_drive *d, const char *path, const void *p, size_t len,
+                               bool sync)
+{
+	int fd = openat(d->root_fd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return cn_local__map_errno(d, errno, "creating", path);
+	cn_err e = cn_local__write_all(d, fd, p, len, path);
+	if (!e && sync)
+		e = cn_local__sync_fd(d, fd, path);
+	if (close(fd) < 0 && !e)
+		e = cn_local__map_errno(d, errno, "closing", path);
+	return e;
+}
+
+/* Reads the names in folder path (excluding "." and ".."); *names malloc'd array of
+ * malloc'd strings; is_dir[i] tells folders (may be NULL). */
+cn_err cn_local__list_dir(local_drive *d, const char *path, char ***names, bool **is_dir, size_t *n)
+{
+	*names = NULL;
+	if (is_dir)
+		*is_dir = NULL;
+	*n = 0;
+	int fd = openat(d->root_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return CN_ERR_NOT_FOUND;
+		return cn_local__map_errno(d, errno, "opening folder", path);
+	}
+	DIR *dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return CN_ERR_NOMEM;
+	}
+	size_t cap = 0;
+	cn_err e = CN_OK;
+	struct dirent *de;
+	errno = 0;
+	while ((de = readdir(dir))) {
+		const char *nm = de->d_name;
+		if (nm[0] == '.' && (nm[1] == 0 || (nm[1] == '.' && nm[2] == 0)))
+			continue;
+		if (*n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			char **nn = realloc(*names, nc * sizeof *nn);
+			if (!nn) {
+				e = CN_ERR_NOMEM;
+				break;
+			}
+			*names = nn;
+			if (is_dir) {
+				bool *nd = realloc(*is_dir, nc * sizeof *nd);
+				if (!nd) {
+					e = CN_ERR_NOMEM;
+					break;
+				}
+				*is_dir = nd;
+			}
+			cap = nc;
+		}
+		char *cp = strdup(nm);
+		if (!cp) {
+			e = CN_ERR_NOMEM;
+			break;
+		}
+		if (is_dir) {
+			bool isd = de->d_type == DT_DIR;
+			if (de->d_type == DT_UNKNOWN) {
+				struct stat st;
+				isd = fstatat(dirfd(dir), nm, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+				      S_ISDIR(st.st_mode);
+			}
+			(*is_dir)[*n] = isd;
+		}
+		(*names)[(*n)++] = cp;
+		errno = 0;
+	}
+	if (!e && errno)
+		e = cn_local__map_errno(d, errno, "reading folder", path);
+	closedir(dir);
+	return e;
+}
+
+void cn_local__free_names(char **names, bool *is_dir, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(is_dir);
+}
+
+void cn_drive_free_names(char **names, size_t n)
+{
+	cn_local__free_names(names, NULL, n);
+}
+
+/* rm -rf path (relative to root). Holds no fd across recursion, so depth is bounded only
+ * by PATH_CAP. Missing path is fine. */
+static cn_err remove_tree(local_drive *d, char *path, size_t len, size_t cap)
+{
+	if (unlinkat(d->root_fd, path, 0) == 0 || errno == ENOENT)
+		return CN_OK;
+	if (errno != EISDIR && errno != EPERM)
+		return cn_local__map_errno(d, errno, "removing", path);
+	char **names;
+	size_t n;
+	cn_err e = cn_local__list_dir(d, path, &names, NULL, &n);
+	if (e == CN_ERR_NOT_FOUND)
+		return CN_OK;
+	if (e)
+		return e;
+	for (size_t i = 0; i < n && !e; i++) {
+		size_t nl = strlen(names[i]);
+		if (len + 1 + nl + 1 > cap) {
+			e = CN_ERR_TOO_LARGE;
+			break;
+		}
+		path[len] = '/';
+		memcpy(path + len + 1, names[i], nl + 1);
+		e = remove_tree(d, path, len + 1 + nl, cap);
+		path[len] = 0;
+	}
+	cn_local__free_names(names, NULL, n);
+	if (!e && unlinkat(d->root_fd, path, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		e = cn_local__map_errno(d, errno, "removing folder", path);
+	return e;
+}
+
+cn_err cn_local__remove_path(local_drive *d, const char *p)
+{
+	char path[PATH_CAP];
+	size_t len = strlen(p);
+	if (len >= sizeof path)
+		return CN_ERR_TOO_LARGE;
+	memcpy(path, p, len + 1);
+	return remove_tree(d, path, len, sizeof path);
+}
+
+cn_err cn_local__create_file(cn_drive *dd, const char *tmp_id, const char *data_id,
+                             const char *name, cn_drive_file **out)
+{
+	local_drive *d = L(dd);
+	char path[256];
+	if (!cn_local__id_ok(tmp_id) || !cn_local__id_ok(data_id) || !cn_local__id_ok(name))
+		return CN_ERR_INVALID;
+	char rest[256];
+	cn_local__tmp_path(path, sizeof path, tmp_id, TMP_DATA);
+	if (mkdirat(d->root_fd, path, 0755) < 0 && errno != EEXIST)
+		return cn_local__map_errno(d, errno, "creating folder", path);
+	snprintf(rest, sizeof rest, TMP_DATA "/%s", name);
+	cn_local__tmp_path(path, sizeof path, tmp_id, rest);
+	cn_drive_file *f = calloc(1, sizeof *f);
+	if (!f)
+		return CN_ERR_NOMEM;
+	f->fd = openat(d->root_fd, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (f->fd < 0) {
+		cn_err e = cn_local__map_errno(d, errno, "creating", path);
+		free(f);
+		return e;
+	}
+	f->d = d;
+	snprintf(f->path, sizeof f->path, "%s", path);
+	*out = f;
+	return CN_OK;
+}
+
+cn_err cn_local__file_write(cn_drive_file *f, const void *p, size_t len)
+{
+	return cn_local__write_all(f->d, f->fd, p, len, f->path);
+}
+
+cn_err cn_local__file_close(cn_drive_file *f, bool keep)
+{
+	cn_err e = CN_OK;
+	if (keep)
+		e = cn_local__sync_fd(f->d, f->fd, f->path);
+	if (close(f->fd) < 0 && !e)
+		e = cn_local__map_errno(f->d, errno, "closing", f->path);
+	if (!keep || e)
+		unlinkat(f->d->root_fd, f->path, 0);
+	free(f);
+	return e;
+}
+
+void cn_local__abort_tmp(cn_drive *dd, const char *tmp_id)
+{
+	char path[256];
+	if (!cn_local__id_ok(tmp_id))
+		return;
+	cn_local__tmp_path(path, sizeof path, tmp_id, TMP_DATA);
+	cn_local__remove_path(L(dd), path);
+	cn_local__tmp_path(path, sizeof path, tmp_id, TMP_REC);
+	unlinkat(L(dd)->root_fd, path, 0);
+}
+
+/* mkdir -p of the key folder below the vol (which must exist: CN_ERR_NO_BUCKET otherwise).
+ * The common case costs one mkdirat: the key's parent folders exist and only its own is
+ * new (or it exists too). Otherwise the path is made from the vol down. */
+cn_err cn_local__make_key_dirs(local_drive *d, char *path, size_t vol_len)
+{
+	if (mkdirat(d->root_fd, path, 0755) == 0) {
+		cn_local__pending_dir(d, path, (size_t)(strrchr(path, '/') - path));
+		return CN_OK;
+	}
+	if (errno == EEXIST)
+		return CN_OK;
+	bool first = true; /* the component right below the vol */
+	for (char *p = path + vol_len + 1;; p++) {
+		if (*p != '/' && *p != 0)
+			continue;
+		char saved = *p;
+		*p = 0;
+		int rc = mkdirat(d->root_fd, path, 0755);
+		int err = errno;
+		if (rc == 0) /* a new entry in the parent folder */
+			cn_local__pending_dir(d, path, (size_t)(strrchr(path, '/') - path));
+		*p = saved;
+		if (rc < 0 && err != EEXIST) {
+			if (first && (err == ENOENT || err == ENOTDIR))
+				return CN_ERR_NO_BUCKET; /* no vol folder */
+			if (err == ENOENT)
+				return CN_ERR_NOT_FOUND; /* a parent vanished: caller retries */
+			return cn_local__map_errno(d, err, "creating folder", path);
+		}
+		if (saved == 0)
+			return CN_OK;
+		first = false;
+	}
+}
+
+/* cn_local__make_key_dirs of the folder path[0..len) (path is restored before returning). */
+cn_err cn_local__make_key_dirs_n(local_drive *d, char *path, size_t len, size_t vol_len)
+{
+	char saved = path[len];
+	path[len] = 0;
+	cn_err e = cn_local__make_key_dirs(d, path, vol_len);
+	path[len] = saved;
+	return e;
+}
+
+cn_err cn_local__rename_data(cn_drive *dd, const char *tmp_id, const char *data_id,
+                             const char *vol, const char *key, const void *rec, size_t reclen)
+{
+	local_drive *d = L(dd);
+	char src[256], recsrc[256], dst[PATH_CAP];
+	cn_buf kp, rp;
+	cn_err e;
+	int recfd = -1;
+	if (!cn_local__id_ok(tmp_id) || (data_id && !cn_local__id_ok(data_id)))
+		return CN_ERR_INVALID;
+	cn_buf_init(&kp);
+	cn_buf_init(&rp);
+	size_t rdir; /* rp.p[0..rdir): the folder the record goes into */
+	if ((e = cn_local__rec_path(&rp, vol, key, &rdir)) ||
+	    (data_id && (e = cn_local__key_path(&kp, vol, key))))
+		goto out;
+	size_t vol_len = strlen(vol);
+	/* The folder to make: the key's own when a data folder moves into it (its parent
+	 * holds the record), else the record's. A small object's record usually lands in a
+	 * folder that exists (the vol, or a prefix shared with other keys): nothing to make. */
+	char *mk = data_id ? kp.p : rp.p;
+	size_t mk_len = data_id ? kp.len : rdir;
+	if (data_id) /* the version's data folder (create_file), moved into the key's folder */
+		cn_local__tmp_path(src, sizeof src, tmp_id, TMP_DATA);
+	/* the record: one file in tmp, a pool file when there is one (P1-P3) */
+	recfd = cn_local__pool_open(d, recsrc, sizeof recsrc);
+	if (recfd < 0)
+		cn_local__tmp_path(recsrc, sizeof recsrc, tmp_id, TMP_REC);
+	/* The record's fd stays open until after the renames: one fdatasync then commits the
+	 * file, the new folders and the renames in a single journal transaction, and the
+	 * folder fsyncs in sync() find it committed already (one commit per put, shared by
+	 * concurrent puts, instead of one before and one after the renames). */
+	if (recfd < 0)
+		recfd = openat(d->root_fd, recsrc, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		               0644);
+	if (recfd < 0) {
+		e = cn_local__map_errno(d, errno, "creating", recsrc);
+		goto out;
+	}
+	if ((e = cn_local__write_all(d, recfd, rec, reclen, recsrc)))
+		goto out;
+	/* A concurrent delete may rmdir our parents between mkdir and rename (it only removes
+	 * empty folders): retry the whole mkdir -p + rename a few times. The first attempt
+	 * renames without making anything when only the record moves: its folder is there
+	 * unless this is the first key below a new prefix (or the vol is gone). */
+	bool data_moved = data_id == NULL;
+	bool try_first = data_id == NULL;
+	for (int tries = 0;; tries++) {
+		if (tries == 8) {
+			e = cn_local__map_errno(d, ENOENT, "committing", rp.p);
+			goto out;
+		}
+		if (!try_first && mk_len > vol_len) {
+			e = cn_local__make_key_dirs_n(d, mk, mk_len, vol_len);
+			if (e == CN_ERR_NOT_FOUND)
+				continue;
+			if (e)
+				goto out;
+		}
+		try_first = false;
+		if (!data_moved) {
+			snprintf(dst, sizeof dst, "%s/%s", kp.p, data_id);
+			if (renameat(d->root_fd, src, d->root_fd, dst) < 0) {
+				if (errno == ENOENT)
+					continue;
+				e = cn_local__map_errno(d, errno, "renaming data into", dst);
+				goto out;
+			}
+			data_moved = true;
+		}
+		if (renameat(d->root_fd, recsrc, d->root_fd, rp.p) < 0) {
+			if ((errno == ENOENT || errno == ENOTDIR) && rdir == vol_len) {
+				e = CN_ERR_NO_BUCKET; /* the record goes straight into the vol */
+				goto out;
+			}
+			if (errno == ENOENT || errno == ENOTDIR)
+				continue;
+			e = cn_local__map_errno(d, errno, "renaming record into", rp.p);
+			goto out;
+		}
+		break;
+	}
+	cn_local__pending_dir(d, rp.p, rdir);
+	if (data_id) {
+		cn_local__pending_dir(d, kp.p, kp.len);
+		snprintf(dst, sizeof dst, "%s/%s", kp.p, data_id);
+		cn_local__pending_dir(d, dst, strlen(dst));
+	}
+	e = cn_local__sync_fd(d, recfd, rp.p);
+	close(recfd);
+	cn_buf_fini(&kp);
+	cn_buf_fini(&rp);
+	return e;
+out:
+	if (recfd >= 0) {
+		close(recfd);
+		unlinkat(d->root_fd, recsrc, 0); /* a pool file, or tmp/<tmp_id>.rec */
+	}
+	cn_local__abort_tmp(dd, tmp_id);
+	cn_buf_fini(&kp);
+	cn_buf_fini(&rp);
+	return e;
+}
+
+/* drive.h's no-wait mode. A kernel without openat2's RESOLVE_CACHED (before 5.12, or a
+ * seccomp filter) is remembered: every no-wait read then answers CN_ERR_BUSY at once. */
+static atomic_bool nowait_missing;
+
+/* The path resolved from the dentry cache alone: -1 with EAGAIN when that would need a
+ * lookup on the device (or a revalidation). */
+static int open_cached(local_drive *d, const char *path, uint64_t flags)
+{
+	struct open_how how = { .flags = flags | O_CLOEXEC | O_NOFOLLOW, .resolve = RESOLVE_CACHED };
+	return (int)syscall(SYS_openat2, d->root_fd, path, &how, sizeof how);
+}
+
+/* cn_local__read_file_at without waiting: notfound when the cached path says there is no
+ * such file, the bytes when the file is a regular one whose every page is cached,
+ * CN_ERR_BUSY for anything else (not cached; not a regular file, such as a FIFO whose open
+ * or read would block; an error, which the waiting path then meets and reports).
+ * O_NONBLOCK keeps the open of a FIFO or device from blocking; O_NOATIME keeps the read
+ * from updating the inode (a write to the device, on the first read of each new file
+ * under relatime). */
+cn_err cn_local__read_file_nowait(local_drive *d, const char *path, size_t max, cn_buf *out,
+                                  cn_err notfound)
+{
+	out->len = 0;
+	if (atomic_load_explicit(&nowait_missing, memory_order_relaxed) ||
+	    atomic_load_explicit(&d->no_nowait, memory_order_relaxed))
+		return CN_ERR_BUSY;
+	int fd = open_cached(d, path, O_RDONLY | O_NONBLOCK | O_NOATIME);
+	if (fd < 0 && errno == EPERM) /* O_NOATIME on a file of another owner */
+		fd = open_cached(d, path, O_RDONLY | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return notfound;
+		if (errno == ENOSYS || errno == EINVAL)
+			atomic_store(&nowait_missing, true);
+		return CN_ERR_BUSY;
+	}
+	struct stat st;
+	cn_err e;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		e = CN_ERR_BUSY;
+	else if ((uint64_t)st.st_size > max)
+		e = CN_ERR_TOO_LARGE;
+	else
+		e = cn_buf_reserve_exact(out, (size_t)st.st_size + 1); /* + 1: sees it grow */
+	while (!e) {
+		struct iovec iov = { out->p + out->len, (size_t)st.st_size + 1 - out->len };
+		ssize_t n = preadv2(fd, &iov, 1, (off_t)out->len, RWF_NOWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EOPNOTSUPP)
+				atomic_store(&d->no_nowait, true);
+			e = CN_ERR_BUSY; /* EAGAIN: a page is not cached */
+			break;
+		}
+		if (n == 0)
+			break; /* end of file */
+		out->len += (size_t)n;
+		if (out->len > (size_t)st.st_size)
+			e = CN_ERR_BUSY; /* grew since the fstat: not a record being read */
+	}
+	close(fd);
+	if (e)
+		out->len = 0;
+	return e;
+}
+
+/* cn_local__stat_vol(d, vol, NULL) without waiting (as above). */
+static cn_err stat_vol_nowait(local_drive *d, const char *vol)
+{
+	if (!cn_local__vol_ok(vol))
+		return CN_ERR_NO_BUCKET;
+	int fd = open_cached(d, vol, O_PATH | O_DIRECTORY);
+	if (fd < 0)
+		return errno == ENOENT || errno == ENOTDIR ? CN_ERR_NO_BUCKET : CN_ERR_BUSY;
+	close(fd);
+	return CN_OK;
+}
+
+cn_err cn_local__read_meta(cn_drive *dd, const char *vol, const char *key, size_t max,
+                           cn_buf *out)
+{
+	cn_buf rp;
+	size_t rdir;
+	cn_buf_init(&rp);
+	bool nowait = cn_drive_nowait();
+	cn_err e = cn_local__rec_path(&rp, vol, key, &rdir);
+	if (!e)
+		e = nowait ? cn_local__read_file_nowait(L(dd), rp.p, max, out, CN_ERR_NO_KEY)
+		           : cn_local__read_file_at(L(dd), rp.p, max, out, CN_ERR_NO_KEY);
+	cn_buf_fini(&rp);
+	/* no such record: is the vol there? (a folder removed under us holds no vol: a vol
+	 * found proves the drive's folder lives, and the miss counts) */
+	if (e == CN_ERR_NO_KEY) {
+		cn_err ve = nowait ? stat_vol_nowait(L(dd), vol) : cn_local__stat_vol(dd, vol, NULL);
+		if (ve)
+			e = ve; /* NO_BUCKET, or what kept us from knowing */
+	}
+	return e;
+}
+
+/* cn_local__rec_path's answer rp (its folder rp[0..rdir)) made the path of the key's
+ * previous record (drive.h prev_keep; FORMAT.md §3): "%p.<leaf>" beside "%m.<leaf>", or
+ * "%prev" beside a long leaf's "%meta" (the same lengths). */
+static void prev_of(cn_buf *rp, size_t rdir)
+{
+	char *name = rp->p + rdir + 1;
+	if (!strcmp(name, REC_NAME))
+		memcpy(name, PREV_NAME, sizeof PREV_NAME);
+	else
+		name[1] = 'p'; /* FLAT_PREFIX "%m." -> "%p." */
+}
+
+/* prev_of undone. */
+static void cur_of(cn_buf *rp, size_t rdir)
+{
+	char *name = rp->p + rdir + 1;
+	if (!strcmp(name, PREV_NAME))
+		memcpy(name, REC_NAME, sizeof REC_NAME);
+	else
+		name[1] = 'm';
+}
+
+cn_err cn_local__delete_meta(cn_drive *dd, const char *vol, const char *key)
+{
+	local_drive *d = L(dd);
+	cn_buf rp;
+	size_t rdir;
+	cn_buf_init(&rp);
+	cn_err e = cn_local__rec_path(&rp, vol, key, &rdir);
+	if (!e) {
+		/* the previous record first: none is left without its current one (drive.h) */
+		prev_of(&rp, rdir);
+		e = cn_local__retire_record(d, rp.p);
+		cur_of(&rp, rdir);
+		if (!e || e == CN_ERR_NO_KEY) /* else the current one stays too (drive.h) */
+			e = cn_local__retire_record(d, rp.p);
+	}
+	if (!e)
+		cn_local__pending_dir(d, rp.p, rdir);
+	cn_buf_fini(&rp);
+	return e;
+}
+
+cn_err cn_local__prev_keep(cn_drive *dd, const char *vol, const char *key)
+{
+	local_drive *d = L(dd);
+	cn_buf cur, prev;
+	size_t rdir;
+	cn_buf_init(&cur);
+	cn_buf_init(&prev);
+	cn_err e = cn_local__rec_path(&cur, vol, key, &rdir);
+	if (!e)
+		e = cn_buf_append(&prev, cur.p, cur.len + 1);
+	if (!e) {
+		prev.len = cur.len;
+		prev_of(&prev, rdir);
+	}
+	/* link(2) does not replace: a previous record left over (a crash before its drop)
+	 * goes first, on EEXIST only (an overwrite's common case is one link) */
+	for (int tries = 0; !e; tries++) {
+		if (linkat(d->root_fd, cur.p, d->root_fd, prev.p, 0) == 0)
+			break;
+		if (errno == EEXIST && tries < 2) {
+			unlinkat(d->root_fd, prev.p, 0);
+			continue;
+		}
+		if (errno == ENOENT || errno == ENOTDIR) {
+			unlinkat(d->root_fd, prev.p, 0); /* not the (missing) current one's */
+			e = CN_ERR_NO_KEY;
+		} else {
+			e = cn_local__map_errno(d, errno, "keeping the previous record", prev.p);
+		}
+	}
+	if (!e)
+		cn_local__pending_dir(d, prev.p, rdir);
+	cn_buf_fini(&cur);
+	cn_buf_fini(&prev);
+	return e;
+}
+
+/* The path of key's previous record into b (initialized by the caller; fini it). */
+static cn_err prev_path(cn_buf *b, const char *vol, const char *key)
+{
+	size_t rdir;
+	cn_err e = cn_local__rec_path(b, vol, key, &rdir);
+	if (!e)
+		prev_of(b, rdir);
+	return e;
+}
+
+cn_err cn_local__prev_read(cn_drive *dd, const char *vol, const char *key, size_t max,
+                           cn_buf *out)
+{
+	cn_buf rp;
+	cn_buf_init(&rp);
+	cn_err e = prev_path(&rp, vol, key);
+	if (!e)
+		e = cn_drive_nowait()
+		            ? cn_local__read_file_nowait(L(dd), rp.p, max, out, CN_ERR_NO_KEY)
+		            : cn_local__read_file_at(L(dd), rp.p, max, out, CN_ERR_NO_KEY);
+	cn_buf_fini(&rp);
+	return e;
+}
+
+cn_err cn_local__prev_drop(cn_drive *dd, const char *vol, const char *key)
+{
+	cn_buf rp;
+	cn_buf_init(&rp);
+	cn_err e = prev_path(&rp, vol, key);
+	if (!e && (e = cn_local__retire_record(L(dd), rp.p)) == CN_ERR_NO_KEY)
+		e = CN_OK;
+	cn_buf_fini(&rp);
+	return e;
+}
+
+cn_err cn_local__delete_data(cn_drive *dd, const char *vol, const char *key, const char *data_id)
+{
+	local_drive *d = L(dd);
+	cn_buf kp;
+	cn_err e;
+	if (data_id && !cn_local__id_ok(data_id))
+		return CN_ERR_INVALID;
+	cn_buf_init(&kp);
+	if ((e = cn_local__key_path(&kp, vol, key)))
+		goto out;
+	size_t klen = kp.len;
+	if (data_id) {
+		if ((e = cn_buf_printf(&kp, "/%s", data_id)))
+			goto out;
+		if ((e = cn_local__remove_path(d, kp.p)))
+			goto out;
+		kp.p[klen] = 0;
+		kp.len = klen;
+	}
+	/* rmdir the key folder and its parents while empty; ENOTEMPTY means a concurrent
+	 * writer (or another key) owns it now. */
+	size_t vol_len = strlen(vol);
+	while (kp.len > vol_len) {
+		if (unlinkat(d->root_fd, kp.p, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			break;
+		char *slash = strrchr(kp.p, '/');
+		*slash = 0;
+		kp.len = (size_t)(slash - kp.p);
+	}
+out:
+	cn_buf_fini(&kp);
+	return e;
+}
+
+cn_err cn_local__open_data(cn_drive *dd, const char *vol, const char *key, const char *data_id,
+                           const char *name, cn_drive_rfile **out)
+{
+	local_drive *d = L(dd);
+	cn_buf kp;
+	cn_err e;
+	if (!cn_local__id_ok(data_id) || !cn_local__id_ok(name))
+		return CN_ERR_INVALID;
+	cn_buf_init(&kp);
+	if ((e = cn_local__key_path(&kp, vol, key)) ||
+	    (e = cn_buf_printf(&kp, "/%s/%s", data_id, name)))
+		goto out;
+	int fd = openat(d->root_fd, kp.p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		e = (errno == ENOENT || errno == ENOTDIR)
+		            ? CN_ERR_NO_KEY
+		            : cn_local__map_errno(d, errno, "opening", kp.p);
+		goto out;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		e = CN_ERR_CORRUPT;
+		goto out;
+	}
+	cn_drive_rfile *f = malloc(sizeof *f);
+	if (!f) {
+		close(fd);
+		e = CN_ERR_NOMEM;
+		goto out;
+	}
+	f->fd = fd;
+	f->size = st.st_size;
+	*out = f;
+out:
+	cn_buf_fini(&kp);
+	return e;
+}
+
+cn_err cn_local__rfile_read(cn_drive_rfile *f, int64_t off, void *buf, size_t len, size_t *got)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pread(f->fd, (char *)buf + done, len - done, (off_t)(off + (int64_t)done));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			cn_log(CN_LOG_ERROR, NULL, "drive: reading shard fd %d at %lld: %s", f->fd,
+			       (long long)(off + (int64_t)done), strerror(errno));
+			return errno == ENOMEM ? CN_ERR_NOMEM : CN_ERR_IO;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	*got = done;
+	return CN_OK;
+}
+
+int cn_local__rfile_fd(cn_drive_rfile *f) { return f->fd; }
+int64_t cn_local__rfile_size(cn_drive_rfile *f) { return f->size; }
+
+void cn_local__rfile_close(cn_drive_rfile *f)
+{
+	if (f) {
+		close(f->fd);
+		free(f);
+	}
+}
+
+static bool sys_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > 200 || name[0] == '.' || name[0] == '/')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == '-' || c == '/'))
+			return false;
+		if (c == '/' && name[i + 1] == '.')
+			return false;
+	}
+	return strncmp(name, "tmp", 3) != 0 || (name[3] != '/' && name[3] != 0);
+}
+
+cn_err cn_local__read_sys(cn_drive *dd, const char *name, size_t max, cn_buf *out)
+{
+	char path[PATH_CAP];
+	if (!sys_name_ok(name))
+		return CN_ERR_INVALID;
+	snprintf(path, sizeof path, SYS_DIR "/%s", name);
+	return cn_local__read_file_at(L(dd), path, max, out, CN_ERR_NOT_FOUND);
+}
+
+cn_err cn_local__write_sys(cn_drive *dd, const char *name, const void *p, size_t len)
+{
+	local_drive *d = L(dd);
+	char path[PATH_CAP], tmp[128], id[33];
+	if (!sys_name_ok(name))
+		return CN_ERR_INVALID;
+	snprintf(path, sizeof path, SYS_DIR "/%s", name);
+	cn_drive_random_id(id);
+	snprintf(tmp, sizeof tmp, TMP_DIR "/%s.sys", id);
+	cn_err e = cn_local__write_file_at(d, tmp, p, len, false);
+	cn_local__pending_full(d);
+	if (e)
+		goto fail;
+	for (int tries = 0;; tries++) {
+		if (renameat(d->root_fd, tmp, d->root_fd, path) == 0)
+			return CN_OK;
+		if (errno != ENOENT || tries > 0) {
+			e = cn_local__map_errno(d, errno, "renaming into", path);
+			goto fail;
+		}
+		/* create the parent folder (one level, e.g. "buckets") */
+		char *slash = strrchr(path, '/');
+		*slash = 0;
+		if (mkdirat(d->root_fd, path, 0755) < 0 && errno != EEXIST) {
+			e = cn_local__map_errno(d, errno, "creating folder", path);
+			goto fail;
+		}
+		*slash = '/';
+	}
+fail:
+	unlinkat(d->root_fd, tmp, 0);
+	return e;
+}
+
+cn_err cn_local__remove_sys(cn_drive *dd, const char *name)
+{
+	local_drive *d = L(dd);
+	char path[PATH_CAP];
+	if (!sys_name_ok(name))
+		return CN_ERR_INVALID;
+	snprintf(path, sizeof path, SYS_DIR "/%s", name);
+	if (unlinkat(d->root_fd, path, 0) == 0) {
+		cn_local__pending_full(d);
+		return CN_OK;
+	}
+	if (errno == ENOENT)
+		return CN_ERR_NOT_FOUND;
+	return cn_local__map_errno(d, errno, "removing", path);
+}
+
+cn_err cn_local__make_vol(cn_drive *dd, const char *vol)
+{
+	local_drive *d = L(dd);
+	if (!cn_local__vol_ok(vol))
+		return CN_ERR_BAD_BUCKET_NAME;
+	if (mkdirat(d->root_fd, vol, 0755) == 0) {
+		cn_local__pending_full(d);
+		return CN_OK;
+	}
+	if (errno == EEXIST)
+		return CN_ERR_BUCKET_EXISTS;
+	return cn_local__map_errno(d, errno, "creating bucket folder", vol);
+}
+
+cn_err cn_local__stat_vol(cn_drive *dd, const char *vol, int64_t *mtime_ms)
+{
+	local_drive *d = L(dd);
+	struct stat st;
+	if (!cn_local__vol_ok(vol))
+		return CN_ERR_NO_BUCKET;
+	if (fstatat(d->root_fd, vol, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return CN_ERR_NO_BUCKET;
+		return cn_local__map_errno(d, errno, "stat", vol);
+	}
+	if (!S_ISDIR(st.st_mode))
+		return CN_ERR_NO_BUCKET;
+	if (mtime_ms)
+		*mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+	return CN_OK;
+}
+
+/* Rename away first: the bucket disappears atomically; leftovers are tmp garbage. */
+static cn_err drop_vol(local_drive *d, const char *vol)
+{
+	char path[PATH_CAP];
+	char id[33];
+	cn_drive_random_id(id);
+	snprintf(path, sizeof path, TMP_DIR "/%s.vol", id);
+	if (renameat(d->root_fd, vol, d->root_fd, path) < 0) {
+		if (errno == ENOENT)
+			return CN_ERR_NO_BUCKET;
+		return cn_local__map_errno(d, errno, "renaming bucket folder", vol);
+	}
+	cn_local__pending_full(d);
+	cn_local__remove_path(d, path);
+	return CN_OK;
+}
+
+cn_err cn_local__delete_vol(cn_drive *dd, const char *vol)
+{
+	local_drive *d = L(dd);
+	char path[PATH_CAP];
+	cn_err e = cn_local__stat_vol(dd, vol, NULL);
+	if (e)
+		return e;
+	bool found;
+	snprintf(path, sizeof path, "%s", vol);
+	if ((e = cn_local__has_object_below(d, path, strlen(path), &found)))
+		return e;
+	if (found)
+		return CN_ERR_BUCKET_NOT_EMPTY;
+	return drop_vol(d, vol);
+}
+
+cn_err cn_local__purge_vol(cn_drive *dd, const char *vol)
+{
+	cn_err e = cn_local__stat_vol(dd, vol, NULL);
+	return e ? e : drop_vol(L(dd), vol);
+}
+
+cn_err cn_local__list_vols(cn_drive *dd, cn_drive_vol **out, size_t *nout)
+{
+	local_drive *d = L(dd);
+	char **names;
+	bool *isdir;
+	size_t n;
+	*out = NULL;
+	*nout = 0;
+	cn_err e = cn_local__list_dir(d, ".", &names, &isdir, &n);
+	if (e)
+		return e == CN_ERR_NOT_FOUND ? CN_ERR_IO : e;
+	cn_drive_vol *v = calloc(n ? n : 1, sizeof *v);
+	if (!v) {
+		cn_local__free_names(names, isdir, n);
+		return CN_ERR_NOMEM;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!isdir[i] || !cn_local__vol_ok(names[i]))
+			continue;
+		int64_t ms = 0;
+		if (cn_local__stat_vol(dd, names[i], &ms))
+			continue;
+		snprintf(v[k].name, sizeof v[k].name, "%s", names[i]);
+		v[k].created_ms = ms;
+		k++;
+	}
+	cn_local__free_names(names, isdir, n);
+	*out = v;
+	*nout = k;
+	return CN_OK;
+}
+
+#define VER_PREFIX "%v."
+
+/* "<key folder>/%v.<vid>" into kp. */
+static cn_err ver_path(cn_buf *kp, const char *vol, const char *key, const char *vid)
+{
+	if (!vid || !cn_local__id_ok(vid))
+		return CN_ERR_NO_KEY;
+	cn_err e = cn_local__key_path(kp, vol, key);
+	if (!e)
+		e = cn_buf_printf(kp, "/%%v.%s", vid);
+	return e;
+}
+
+cn_err cn_local__version_keep(cn_drive *dd, const char *vol, const char *key, const char *vid)
+{
+	local_drive *d = L(dd);
+	cn_buf cur, ver;
+	size_t rdir;
+	cn_buf_init(&cur);
+	cn_buf_init(&ver);
+	cn_err e = cn_local__rec_path(&cur, vol, key, &rdir);
+	if (!e)
+		e = ver_path(&ver, vol, key, vid);
+	/* link(2) does not replace: an older copy of this vid (a crash between keep and the
+	 * commit that follows it) goes first. The key's folder may not exist yet (a small
+	 * object's record sits beside it): made on ENOENT when the record is there. */
+	if (!e)
+		unlinkat(d->root_fd, ver.p, 0);
+	for (int tries = 0; !e; tries++) {
+		if (linkat(d->root_fd, cur.p, d->root_fd, ver.p, 0) == 0)
+			break;
+		struct stat st;
+		if ((errno != ENOENT && errno != ENOTDIR) || tries == 8) {
+			e = cn_local__map_errno(d, errno, "keeping version", ver.p);
+		} else if (fstatat(d->root_fd, cur.p, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			e = CN_ERR_NO_KEY;
+		} else {
+			e = cn_local__make_key_dirs_n(d, ver.p, (size_t)(strrchr(ver.p, '/') - ver.p),
+			                              strlen(vol));
+			if (e == CN_ERR_NOT_FOUND)
+				e = CN_OK;
+		}
+	}
+	if (!e)
+		cn_local__pending_dir(d, ver.p, (size_t)(strrchr(ver.p, '/') - ver.p));
+	cn_buf_fini(&cur);
+	cn_buf_fini(&ver);
+	return e;
+}
+
+cn_err cn_local__version_read(cn_drive *dd, const char *vol, const char *key, const char *vid,
+                              size_t max, cn_buf *out)
+{
+	cn_buf kp;
+	cn_buf_init(&kp);
+	cn_err e = ver_path(&kp, vol, key, vid);
+	if (!e)
+		e = cn_drive_nowait()
+		            ? cn_local__read_file_nowait(L(dd), kp.p, max, out, CN_ERR_NO_KEY)
+		            : cn_local__read_file_at(L(dd), kp.p, max, out, CN_ERR_NO_KEY);
+	cn_buf_fini(&kp);
+	return e;
+}
+
+/* The entries of the key's folder (is_dir: which are folders; NULL: not asked); none
+ * (CN_OK) when the key has no folder. */
+static cn_err key_folder_list(local_drive *d, const char *vol, const char *key, char ***names,
+                              bool **is_dir, size_t *n)
+{
+	*names = NULL;
+	if (is_dir)
+		*is_dir = NULL;
+	*n = 0;
+	cn_buf kp;
+	cn_buf_init(&kp);
+	cn_err e = cn_local__key_path(&kp, vol, key);
+	if (!e)
+		e = cn_local__list_dir(d, kp.p, names, is_dir, n);
+	cn_buf_fini(&kp);
+	return e == CN_ERR_NOT_FOUND ? CN_OK : e;
+}
+
+cn_err cn_local__version_list(cn_drive *dd, const char *vol, const char *key, char ***vids,
+                              size_t *n)
+{
+	char **names;
+	size_t nn;
+	cn_err e = key_folder_list(L(dd), vol, key, &names, NULL, &nn);
+	*vids = NULL;
+	*n = 0;
+	if (e)
+		return e;
+	size_t k = 0, pl = strlen(VER_PREFIX);
+	for (size_t i = 0; i < nn; i++) {
+		if (strncmp(names[i], VER_PREFIX, pl) == 0 && names[i][pl]) {
+			memmove(names[i], names[i] + pl, strlen(names[i] + pl) + 1);
+			names[k++] = names[i];
+		} else {
+			free(names[i]);
+		}
+	}
+	*vids = names;
+	*n = k;
+	return CN_OK;
+}
+
+cn_err cn_local__data_list(cn_drive *dd, const char *vol, const char *key, char ***ids, size_t *n)
+{
+	char **names;
+	bool *is_dir;
+	size_t nn;
+	cn_err e = key_folder_list(L(dd), vol, key, &names, &is_dir, &nn);
+	*ids = NULL;
+	*n = 0;
+	if (e)
+		return e;
+	size_t k = 0;
+	for (size_t i = 0; i < nn; i++) {
+		if (is_dir[i] && strncmp(names[i], "%d.", 3) == 0 && cn_local__id_ok(names[i]))
+			names[k++] = names[i];
+		else
+			free(names[i]);
+	}
+	free(is_dir);
+	if (k == 0) {
+		free(names);
+		names = NULL;
+	}
+	*ids = names;
+	*n = k;
+	return CN_OK;
+}
+
+cn_err cn_local__version_delete(cn_drive *dd, const char *vol, const char *key, const char *vid)
+{
+	local_drive *d = L(dd);
+	cn_buf kp;
+	cn_buf_init(&kp);
+	cn_err e = ver_path(&kp, vol, key, vid);
+	if (!e && unlinkat(d->root_fd, kp.p, 0) < 0)
+		e = (errno == ENOENT || errno == ENOTDIR)
+		            ? CN_ERR_NO_KEY
+		            : cn_local__map_errno(d, errno, "removing version", kp.p);
+	if (!e)
+		cn_local__pending_dir(d, kp.p, (size_t)(strrchr(kp.p, '/') - kp.p));
+	cn_buf_fini(&kp);
+	return e;
+}
+
+cn_err cn_local__version_promote(cn_drive *dd, const char *vol, const char *key, const char *vid)
+{
+	local_drive *d = L(dd);
+	cn_buf cur, ver;
+	size_t rdir;
+	cn_buf_init(&cur);
+	cn_buf_init(&ver);
+	cn_err e = cn_local__rec_path(&cur, vol, key, &rdir);
+	if (!e)
+		e = ver_path(&ver, vol, key, vid);
+	/* linked into tmp, then renamed over the current record: the version stays (drive.h) */
+	char id[33], tmp[256];
+	cn_drive_random_id(id);
+	cn_local__tmp_path(tmp, sizeof tmp, id, TMP_REC);
+	if (!e && linkat(d->root_fd, ver.p, d->root_fd, tmp, 0) < 0)
+		e = (errno == ENOENT || errno == ENOTDIR)
+		            ? CN_ERR_NO_KEY
+		            : cn_local__map_errno(d, errno, "promoting version", ver.p);
+	if (!e && renameat(d->root_fd, tmp, d->root_fd, cur.p) < 0)
+		e = cn_local__map_errno(d, errno, "promoting version", cur.p);
+	/* gone after the rename, unless the current record was already a link of the version
+	 * (rename between two links of one inode does nothing) or the rename failed */
+	unlinkat(d->root_fd, tmp, 0);
+	if (!e)
+		cn_local__pending_dir(d, cur.p, rdir);
+	cn_buf_fini(&cur);
+	cn_buf_fini(&ver);
+	return e;
+}
+
+cn_err cn_local__version_write(cn_drive *dd, const char *vol, const char *key, const char *vid,
+                               const void *rec, size_t reclen)
+{
+	local_drive *d = L(dd);
+	cn_buf ver, tmp;
+	cn_buf_init(&ver);
+	cn_buf_init(&tmp);
+	char id[33];
+	cn_drive_random_id(id);
+	cn_err e = ver_path(&ver, vol, key, vid);
+	/* the tmp file beside it ("%t." never names a key component or a record) */
+	/* the key's folder may not exist yet (a small current version has none) */
+	if (!e && !(e = cn_local__key_path(&tmp, vol, key)) &&
+	    (e = cn_local__make_key_dirs(d, tmp.p, strlen(vol))) == CN_ERR_NOT_FOUND)
+		e = CN_ERR_NO_KEY; /* a concurrent delete emptied the key's parents */
+	if (!e)
+		e = cn_buf_printf(&tmp, "/%%t.%s", id);
+	if (!e)
+		e = cn_local__write_file_at(d, tmp.p, rec, reclen, true);
+	if (!e && renameat(d->root_fd, tmp.p, d->root_fd, ver.p) < 0)
+		e = cn_local__map_errno(d, errno, "renaming version record into", ver.p);
+	if (e && tmp.len)
+		unlinkat(d->root_fd, tmp.p, 0);
+	if (!e)
+		cn_local__pending_dir(d, ver.p, (size_t)(strrchr(ver.p, '/') - ver.p));
+	cn_buf_fini(&ver);
+	cn_buf_fini(&tmp);
+	return e;
+}
+
+cn_err cn_local__move_data(cn_drive *dd, const char *tmp_id, const char *data_id, const char *vol,
+                           const char *key)
+{
+	local_drive *d = L(dd);
+	char src[256];
+	cn_buf kp;
+	if (!cn_local__id_ok(tmp_id) || !cn_local__id_ok(data_id))
+		return CN_ERR_INVALID;
+	cn_buf_init(&kp);
+	cn_err e = cn_local__key_path(&kp, vol, key);
+	size_t klen = kp.len, vol_len = strlen(vol);
+	cn_local__tmp_path(src, sizeof src, tmp_id, TMP_DATA);
+	for (int tries = 0; !e; tries++) {
+		if (tries == 8) {
+			e = cn_local__map_errno(d, ENOENT, "moving data into", kp.p);
+			break;
+		}
+		kp.p[klen] = 0;
+		kp.len = klen;
+		e = cn_local__make_key_dirs(d, kp.p, vol_len);
+		if (e == CN_ERR_NOT_FOUND) {
+			e = CN_OK;
+			continue;
+		}
+		if (e)
+			break;
+		if ((e = cn_buf_printf(&kp, "/%s", data_id)))
+			break;
+		if (renameat(d->root_fd, src, d->root_fd, kp.p) == 0) {
+			cn_local__pending_dir(d, kp.p, klen);
+			cn_local__pending_dir(d, kp.p, kp.len);
+			break;
+		}
+		if (errno != ENOENT) {
+			e = cn_local__map_errno(d, errno, "moving data into", kp.p);
+			break;
+		}
+	}
+	cn_local__abort_tmp(dd, tmp_id);
+	cn_buf_fini(&kp);
+	return e;
+}
+
+#define WALK_REC_MAX (64u << 20)
+
+typedef struct walk_state {
+	local_drive *d;
+	const char *prefix, *after;
+	size_t plen, alen;
+	bool slash;
+	cn_drive_walk_fn fn;
+	void *ctx;
+	cn_buf rec;
+	char path[PATH_CAP];  /* on-disk path of the current folder */
+	char key[2200];       /* decoded key prefix of the current folder */
+} walk_state;
+
+typedef struct vent {
+	const char *comp;     /* decoded component (points into names[]) */
+	size_t clen;
+	const char *disk;     /* on-disk name */
+	bool subtree;         /* false: the object comp; true: the subtree comp + "/" */
+	bool flat;            /* the object's record is disk itself, not disk/%meta */
+	bool prev;            /* a flat object with a previous record beside it (walk fn) */
+} vent;
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Compares two virtual entries as key strings: comp (+ "/" when subtree). */
+static int vent_cmp(const void *pa, const void *pb)
+{
+	const vent *a = pa, *b = pb;
+	size_t al = a->clen + a->subtree, bl = b->clen + b->subtree;
+	size_t n = al < bl ? al : bl;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ca = i < a->clen ? (unsigned char)a->comp[i] : '/';
+		unsigned char cb = i < b->clen ? (unsigned char)b->comp[i] : '/';
+		if (ca != cb)
+			return ca < cb ? -1 : 1;
+	}
+	return al < bl ? -1 : al > bl;
+}
+
+static bool starts_with(const char *s, size_t slen, const char *p, size_t plen)
+{
+	return slen >= plen && memcmp(s, p, plen) == 0;
+}
+
+/* Lexicographic byte compare of a[0..al) and b[0..bl). */
+static int bcmp_len(const char *a, size_t al, const char *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+	if (c)
+		return c;
+	return al < bl ? -1 : al > bl;
+}
+
+static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_after)
+{
+	char **names;
+	bool *isdir;
+	size_t n;
+	cn_err e = cn_local__list_dir(w->d, w->path, &names, &isdir, &n);
+	if (e == CN_ERR_NOT_FOUND)
+		return CN_OK;
+	if (e)
+		return e;
+	vent *v = malloc((n ? n : 1) * 2 * sizeof *v);
+	size_t nv = 0;
+	if (!v) {
+		cn_local__free_names(names, isdir, n);
+		return CN_ERR_NOMEM;
+	}
+	/* previous records' leaves ("%p.<leaf>", prev_keep): usually none */
+	const char **prevs = NULL;
+	size_t np = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (isdir[i] || strncmp(names[i], "%p.", 3) != 0)
+			continue;
+		if (!prevs && !(prevs = malloc(n * sizeof *prevs))) {
+			free(v);
+			cn_local__free_names(names, isdir, n);
+			return CN_ERR_NOMEM;
+		}
+		prevs[np++] = names[i] + 3;
+	}
+	if (np > 1)
+		qsort(prevs, np, sizeof *prevs, str_cmp);
+	for (size_t i = 0; i < n; i++) {
+		const char *c;
+		if (cn_local__flat_record(names[i], isdir[i], &c)) {
+			bool p = np && bsearch(&c, prevs, np, sizeof *prevs, str_cmp);
+			v[nv++] = (vent){ c, strlen(c), names[i], false, true, p };
+			continue;
+		}
+		if (!isdir[i] || !cn_local__decode_component(names[i], &c))
+			continue;
+		size_t cl = strlen(c);
+		if (cl > FLAT_MAX) /* a long leaf's record is in its folder (cn_local__rec_path) */
+			v[nv++] = (vent){ c, cl, names[i], false, false, false };
+		v[nv++] = (vent){ c, cl, names[i], true, false, false };
+	}
+	free(prevs);
+	if (nv > 1)
+		qsort(v, nv, sizeof *v, vent_cmp);
+	for (size_t i = 0; i < nv && !e; i++) {
+		size_t dl = strlen(v[i].disk);
+		size_t fk = klen + v[i].clen; /* key length of prefix+comp */
+		if (fk + 2 > sizeof w->key || plen_disk + 1 + dl + sizeof("/" REC_NAME) > PATH_CAP)
+			continue;
+		memcpy(w->key + klen, v[i].comp, v[i].clen);
+		w->path[plen_disk] = '/';
+		memcpy(w->path + plen_disk + 1, v[i].disk, dl);
+		size_t pd = plen_disk + 1 + dl;
+		w->path[pd] = 0;
+		if (!v[i].subtree) {
+			w->key[fk] = 0;
+			if (!starts_with(w->key, fk, w->prefix, w->plen))
+				goto next;
+			if (check_after && bcmp_len(w->key, fk, w->after, w->alen) <= 0)
+				goto next;
+			if (w->slash && memchr(w->key + w->plen, '/', fk - w->plen))
+				goto next; /* cannot happen: such keys are rolled up */
+			if (!v[i].flat)
+				memcpy(w->path + pd, "/" REC_NAME, sizeof("/" REC_NAME));
+			cn_err re = cn_local__read_file_at(w->d, w->path, WALK_REC_MAX, &w->rec,
+			                                   CN_ERR_NO_KEY);
+			if (re == CN_ERR_NO_KEY)
+				goto next;
+			if (re) {
+				cn_log(CN_LOG_WARN, NULL, "drive %s: listing: skipping %s: %s",
+				       w->d->base.endpoint, w->path, cn_err_str(re));
+				goto next;
+			}
+			bool prev = v[i].prev;
+			if (!v[i].flat) { /* a long leaf's previous record is beside its %meta */
+				struct stat st;
+				memcpy(w->path + pd, "/" PREV_NAME, sizeof("/" PREV_NAME));
+				prev = fstatat(w->d->root_fd, w->path, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+				       (errno != ENOENT && errno != ENOTDIR); /* unsure: say so */
+			}
+			e = w->fn(w->ctx, w->key, fk, false, w->rec.p, w->rec.len, prev);
+		} else {
+			w->key[fk] = '/';
+			size_t sl = fk + 1;
+			w->key[sl] = 0;
+			bool below_prefix = starts_with(w->key, sl, w->prefix, w->plen);
+			bool toward_prefix = starts_with(w->prefix, w->plen, w->key, sl);
+			if (!below_prefix && !toward_prefix)
+				goto next;
+			bool ca = check_after;
+			if (ca && !starts_with(w->after, w->alen, w->key, sl)) {
+				if (bcmp_len(w->key, sl, w->after, w->alen) < 0)
+					goto next; /* every key in it sorts before after */
+				ca = false;    /* every key in it sorts after after */
+			}
+			if (w->slash && below_prefix && sl > w->plen) {
+				/* the common prefix is the subtree name itself */
+				if (check_after && bcmp_len(w->key, sl, w->after, w->alen) <= 0)
+					goto next;
+				bool found;
+				e = cn_local__has_object_below(w->d, w->path, pd, &found);
+				if (!e && found)
+					e = w->fn(w->ctx, w->key, sl, true, NULL, 0, false);
+				goto next;
+			}
+			e = walk_dir(w, pd, sl, ca);
+		}
+next:
+		w->path[plen_disk] = 0;
+	}
+	free(v);
+	cn_local__free_names(names, isdir, n);
+	return e;
+}
+
+cn_err cn_local__walk(cn_drive *dd, const char *vol, const char *prefix, const char *after,
+                      bool slash_delim, cn_drive_walk_fn fn, void *ctx)
+{
+	cn_err e = cn_local__stat_vol(dd, vol, NULL);
+	if (e)
+		return e;
+	walk_state *w = calloc(1, sizeof *w);
+	if (!w)
+		return CN_ERR_NOMEM;
+	w->d = L(dd);
+	w->prefix = prefix ? prefix : "";
+	w->plen = strlen(w->prefix);
+	w->after = after ? after : "";
+	w->alen = strlen(w->after);
+	w->slash = slash_delim;
+	w->fn = fn;
+	w->ctx = ctx;
+	cn_buf_init(&w->rec);
+	snprintf(w->path, sizeof w->path, "%s", vol);
+	e = walk_dir(w, strlen(w->path), 0, w->alen > 0);
+	cn_buf_fini(&w->rec);
+	free(w);
+	return e;
+}
+
+/* data_keys: key folders with data folders and no current record. */
+
+/* True when the folder path (a key folder or a vol) holds an object record anywhere
+ * below it: the records of the keys one component longer sit in it
+ * (cn_local__rec_path). */
+cn_err cn_local__has_object_below(local_drive *d, char *path, size_t len, bool *found)
+{
+	char **names;
+	bool *isdir;
+	size_t n;
+	*found = false;
+	cn_err e = cn_local__list_dir(d, path, &names, &isdir, &n);
+	if (e == CN_ERR_NOT_FOUND)
+		return CN_OK;
+	if (e)
+		return e;
+	for (size_t i = 0; i < n && !*found; i++) {
+		const char *c;
+		*found = cn_local__flat_record(names[i], isdir[i], &c);
+	}
+	for (size_t i = 0; i < n && !e && !*found; i++) {
+		const char *c;
+		if (!isdir[i] || !cn_local__decode_component(names[i], &c))
+			continue;
+		size_t nl = strlen(names[i]);
+		if (len + 1 + nl + sizeof(REC_NAME) + 1 > PATH_CAP)
+			continue;
+		path[len] = '/';
+		memcpy(path + len + 1, names[i], nl);
+		memcpy(path + len + 1 + nl, "/" REC_NAME, sizeof("/" REC_NAME));
+		struct stat st;
+		if (strlen(c) > FLAT_MAX && fstatat(d->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			*found = true; /* a long leaf's record, in its own folder */
+		} else {
+			path[len + 1 + nl] = 0;
+			e = cn_local__has_object_below(d, path, len + 1 + nl, found);
+		}
+		path[len] = 0;
+	}
+	cn_local__free_names(names, isdir, n);
+	return e;
+}
+
+typedef struct dkeys_state {
+	local_drive *d;
+	const char *vol, *prefix;
+	size_t plen;
+	cn_drive_key_fn fn;
+	void *ctx;
+	cn_buf rp;           /* a record's path */
+	char path[PATH_CAP]; /* on-disk path of the current folder */
+	char key[1030];      /* its key (kl bytes, at most 1024), then the keys below it */
+} dkeys_state;
+
+/* path[0..pl) is the folder of key[0..kl) (kl 0: the vol): reports the key when the
+ * folder holds a data folder and the key's record is not there, then looks below. */
+static cn_err dkeys_dir(dkeys_state *w, size_t pl, size_t kl)
+{
+	char **names;
+	bool *isdir;
+	size_t n;
+	cn_err e = cn_local__list_dir(w->d, w->path, &names, &isdir, &n);
+	if (e == CN_ERR_NOT_FOUND)
+		return CN_OK;
+	if (e)
+		return e;
+	bool data = false;
+	for (size_t i = 0; kl && i < n && !data; i++)
+		data = isdir[i] && !strncmp(names[i], "%d.", 3) && cn_local__id_ok(names[i]);
+	if (data && starts_with(w->key, kl, w->prefix, w->plen)) {
+		w->key[kl] = 0;
+		size_t dl;
+		struct stat st;
+		e = cn_local__rec_path(&w->rp, w->vol, w->key, &dl);
+		if (!e && fstatat(w->d->root_fd, w->rp.p, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			e = errno == ENOENT || errno == ENOTDIR
+			            ? w->fn(w->ctx, w->key, kl)
+			            : cn_local__map_errno(w->d, errno, "looking for", w->rp.p);
+	}
+	for (size_t i = 0; i < n && !e; i++) {
+		const char *c;
+		if (!isdir[i] || !cn_local__decode_component(names[i], &c))
+			continue;
+		size_t cl = strlen(c), nl = strlen(names[i]);
+		size_t ck = (kl ? kl + 1 : 0) + cl; /* the child's key length */
+		if (ck > 1024 || pl + 1 + nl + 64 >= PATH_CAP)
+			continue; /* no key of ours lives there */
+		if (kl)
+			w->key[kl] = '/';
+		memcpy(w->key + ck - cl, c, cl);
+		/* its keys all start with the child's key: none can match unless one of the
+		 * two starts with the other */
+		if (!starts_with(w->key, ck, w->prefix, w->plen) && !starts_with(w->prefix, w->plen, w->key, ck))
+			continue;
+		w->path[pl] = '/';
+		memcpy(w->path + pl + 1, names[i], nl + 1);
+		e = dkeys_dir(w, pl + 1 + nl, ck);
+		w->path[pl] = 0;
+	}
+	cn_local__free_names(names, isdir, n);
+	return e;
+}
+
+cn_err cn_local__data_keys(cn_drive *dd, const char *vol, const char *prefix, cn_drive_key_fn fn,
+                           void *ctx)
+{
+	cn_err e = cn_local__stat_vol(dd, vol, NULL);
+	if (e)
+		return e;
+	dkeys_state *w = calloc(1, sizeof *w);
+	if (!w)
+		return CN_ERR_NOMEM;
+	*w = (dkeys_state){ .d = L(dd), .vol = vol, .prefix = prefix ? prefix : "", .fn = fn, .ctx = ctx };
+	w->plen = strlen(w->prefix);
+	cn_buf_init(&w->rp);
+	snprintf(w->path, sizeof w->path, "%s", vol);
+	e = dkeys_dir(w, strlen(w->path), 0);
+	cn_buf_fini(&w->rp);
+	free(w);
+	return e;
+}
+
+#define MP_DIR ".cairn.sys/multipart"
+
+/* ".cairn.sys/multipart/<vol>[/<upload_id>[/<name>]]" into out; false on a bad name. */
+static bool upload_path(char *out, size_t cap, const char *vol, const char *upload_id,
+                        const char *name)
+{
+	if (!cn_local__vol_ok(vol) || (upload_id && !cn_local__id_ok(upload_id)) ||
+	    (name && !cn_local__id_ok(name)))
+		return false;
+	int n;
+	if (!upload_id)
+		n = snprintf(out, cap, MP_DIR "/%s", vol);
+	else if (!name)
+		n = snprintf(out, cap, MP_DIR "/%s/%s", vol, upload_id);
+	else
+		n = snprintf(out, cap, MP_DIR "/%s/%s/%s", vol, upload_id, name);
+	return n > 0 && (size_t)n < cap;
+}
+
+cn_err cn_local__upload_write(cn_drive *dd, const char *vol, const char *upload_id,
+                              const char *name, bool create, const void *p, size_t len)
+{
+	local_drive *d = L(dd);
+	char dir[PATH_CAP], path[PATH_CAP], tmp[PATH_CAP + 48], id[33];
+	if (!upload_path(dir, sizeof dir, vol, upload_id, NULL) ||
+	    !upload_path(path, sizeof path, vol, upload_id, name))
+		return CN_ERR_INVALID;
+	if (create) {
+		char parent[PATH_CAP];
+		upload_path(parent, sizeof parent, vol, NULL, NULL);
+		if (mkdirat(d->root_fd, MP_DIR, 0755) < 0 && errno != EEXIST)
+			return cn_local__map_errno(d, errno, "creating folder", MP_DIR);
+		if (mkdirat(d->root_fd, parent, 0755) < 0 && errno != EEXIST)
+			return cn_local__map_errno(d, errno, "creating folder", parent);
+		if (mkdirat(d->root_fd, dir, 0755) < 0 && errno != EEXIST)
+			return cn_local__map_errno(d, errno, "creating folder", dir);
+		cn_local__pending_full(d); /* new folders: rare (one per upload) */
+	}
+	/* the tmp file sits in the upload folder itself: a rename within one folder, and an
+	 * upload that is gone makes the create fail instead of resurrecting it */
+	cn_drive_random_id(id);
+	snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, id);
+	int fd = openat(d->root_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return errno == ENOENT ? CN_ERR_NOT_FOUND
+		                       : cn_local__map_errno(d, errno, "creating", tmp);
+	cn_err e = cn_local__write_all(d, fd, p, len, tmp);
+	if (!e)
+		e = cn_local__sync_fd(d, fd, tmp);
+	if (close(fd) < 0 && !e)
+		e = cn_local__map_errno(d, errno, "closing", tmp);
+	if (!e && renameat(d->root_fd, tmp, d->root_fd, path) < 0)
+		e = errno == ENOENT ? CN_ERR_NOT_FOUND
+		                    : cn_local__map_errno(d, errno, "renaming into", path);
+	if (e)
+		unlinkat(d->root_fd, tmp, 0);
+	else
+		cn_local__pending_dir(d, dir, strlen(dir));
+	return e;
+}
+
+cn_err cn_local__upload_read(cn_drive *dd, const char *vol, const char *upload_id,
+                             const char *name, size_t max, cn_buf *out)
+{
+	char path[PATH_CAP];
+	if (!upload_path(path, sizeof path, vol, upload_id, name))
+		return CN_ERR_NOT_FOUND;
+	return cn_local__read_file_at(L(dd), path, max, out, CN_ERR_NOT_FOUND);
+}
+
+cn_err cn_local__upload_list(cn_drive *dd, const char *vol, const char *upload_id,
+                             char ***names, size_t *n)
+{
+	char path[PATH_CAP];
+	*names = NULL;
+	*n = 0;
+	if (!upload_path(path, sizeof path, vol, upload_id, NULL))
+		return upload_id ? CN_ERR_NOT_FOUND : CN_OK;
+	bool *isdir;
+	char **all;
+	size_t na;
+	cn_err e = cn_local__list_dir(L(dd), path, &all, &isdir, &na);
+	if (e == CN_ERR_NOT_FOUND && !upload_id)
+		return CN_OK;
+	if (e)
+		return e;
+	/* uploads are folders, files are files; hidden names are in-flight tmp files */
+	size_t k = 0;
+	for (size_t i = 0; i < na; i++) {
+		if (all[i][0] == '.' || isdir[i] != (upload_id == NULL)) {
+			free(all[i]);
+			continue;
+		}
+		all[k++] = all[i];
+	}
+	free(isdir);
+	*names = all;
+	*n = k;
+	return CN_OK;
+}
+
+cn_err cn_local__upload_take(cn_drive *dd, const char *tmp_id, const char *data_id,
+                             const char *src, const char *vol, const char *upload_id,
+                             const char *dst)
+{
+	local_drive *d = L(dd);
+	char from[PATH_CAP], to[PATH_CAP], dir[PATH_CAP], rest[256];
+	if (!cn_local__id_ok(tmp_id) || !cn_local__id_ok(data_id) || !cn_local__id_ok(src) ||
+	    !upload_path(to, sizeof to, vol, upload_id, dst) ||
+	    !upload_path(dir, sizeof dir, vol, upload_id, NULL))
+		return CN_ERR_INVALID;
+	snprintf(rest, sizeof rest, TMP_DATA "/%s", src);
+	cn_local__tmp_path(from, sizeof from, tmp_id, rest);
+	cn_err e = CN_OK;
+	if (renameat(d->root_fd, from, d->root_fd, to) < 0)
+		e = errno == ENOENT ? CN_ERR_NOT_FOUND
+		                    : cn_local__map_errno(d, errno, "renaming part into", to);
+	else
+		cn_local__pending_dir(d, dir, strlen(dir));
+	cn_local__abort_tmp(dd, tmp_id);
+	return e;
+}
+
+cn_err cn_local__upload_link(cn_drive *dd, const char *vol, const char *upload_id,
+                             const char *src, const char *tmp_id, const char *data_id,
+                             const char *dst)
+{
+	local_drive *d = L(dd);
+	char from[PATH_CAP], to[PATH_CAP], rest[256];
+	if (!cn_local__id_ok(tmp_id) || !cn_local__id_ok(data_id) || !cn_local__id_ok(dst) ||
+	    !upload_path(from, sizeof from, vol, upload_id, src))
+		return CN_ERR_INVALID;
+	cn_local__tmp_path(to, sizeof to, tmp_id, TMP_DATA);
+	if (mkdirat(d->root_fd, to, 0755) < 0 && errno != EEXIST)
+		return cn_local__map_errno(d, errno, "creating folder", to);
+	snprintf(rest, sizeof rest, TMP_DATA "/%s", dst);
+	cn_local__tmp_path(to, sizeof to, tmp_id, rest);
+	if (linkat(d->root_fd, from, d->root_fd, to, 0) < 0) {
+		if (errno == ENOENT)
+			return CN_ERR_NOT_FOUND;
+		return cn_local__map_errno(d, errno, "linking part", from);
+	}
+	return CN_OK;
+}
+
+/* Trees renamed into tmp (finished uploads) are removed off the request path: a detached
+ * thread per tree, working through its own descriptor of the tmp folder (still valid when
+ * the drive closes; a tree left by an exit is tmp garbage, removed at the next open). */
+typedef struct trash {
+	int fd;
+	char name[64];
+} trash;
+
+static int trash_rm(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	remove(p);
+	return 0;
+}
+
+static void *trash_run(void *arg)
+{
+	trash *t = arg;
+	char path[128];
+	snprintf(path, sizeof path, "/proc/self/fd/%d/%s", t->fd, t->name);
+	nftw(path, trash_rm, 16, FTW_DEPTH | FTW_PHYS);
+	close(t->fd);
+	free(t);
+	return NULL;
+}
+
+/* tmp_rel: a name directly under TMP_DIR. */
+static void trash_later(local_drive *d, const char *tmp_rel)
+{
+	trash *t = calloc(1, sizeof *t);
+	pthread_t th;
+	pthread_attr_t at;
+	if (t && snprintf(t->name, sizeof t->name, "%s", tmp_rel) < (int)sizeof t->name &&
+	    (t->fd = openat(d->root_fd, TMP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		bool ok = cn_thread_create(&th, &at, trash_run, t) == 0;
+		pthread_attr_destroy(&at);
+		if (ok)
+			return;
+		close(t->fd);
+	}
+	free(t);
+	char path[160];
+	snprintf(path, sizeof path, TMP_DIR "/%s", tmp_rel);
+	cn_local__remove_path(d, path); /* no thread: remove it now */
+}
+
+cn_err cn_local__upload_remove(cn_drive *dd, const char *vol, const char *upload_id)
+{
+	local_drive *d = L(dd);
+	char path[PATH_CAP], tmp[128], id[33];
+	if (!upload_path(path, sizeof path, vol, upload_id, NULL))
+		return CN_OK;
+	/* rename away first, so the upload disappears at once; the rest is tmp garbage */
+	cn_drive_random_id(id);
+	snprintf(tmp, sizeof tmp, TMP_DIR "/%s.mp", id);
+	if (renameat(d->root_fd, path, d->root_fd, tmp) < 0) {
+		if (errno == ENOENT)
+			return CN_OK;
+		return cn_local__map_errno(d, errno, "removing upload", path);
+	}
+	cn_local__pending_full(d);
+	snprintf(tmp, sizeof tmp, "%s.mp", id);
+	trash_later(d, tmp);
 	return CN_OK;
 }
