@@ -1,5 +1,5 @@
 /* drive: the drive API (DESIGN.md §3) — everything the erasure layer may ask of one drive,
- * behind a vtable so that the local implementation (files under a mounted folder, local.c),
+ * behind a vtable so that the local implementation (files under a mounted folder, local*.c),
  * a remote one (RPC to the node owning the drive) and a fault-injecting one share one shape.
  * The erasure layer never touches a filesystem; it sees drives only through these calls.
  *
@@ -321,7 +321,7 @@ bool cn_drive_nowait(void);
 
 /* Statistics of the local drive's group commit (for benchmarks). */
 void cn_drive_local_sync_stats(cn_drive *d, uint64_t *barriers, uint64_t *flushes);
-/* The group commit's generations (tests): flushes started, and completed (local.c S1). */
+/* The group commit's generations (tests): flushes started, and completed (local_sync.c S1). */
 void cn_drive_local_sync_gens(cn_drive *d, uint64_t *started, uint64_t *completed);
 
 /* Convenience wrappers: d->ops->x(d, ...). */

@@ -342,7 +342,7 @@ static ino_t ino_of(const char *rel)
 }
 
 /* A deleted record's file is kept in tmp and reused by the next small write (the pool,
- * local.c P1-P3): same inode, the new bytes only; never a file that is also a version. */
+ * local_pool.c P1-P3): same inode, the new bytes only; never a file that is also a version. */
 TEST(test_record_pool)
 {
 	cn_drive *d = open_fresh(false);
@@ -397,7 +397,7 @@ TEST(test_record_pool)
 	CHECK(!tmp_find_empty(""));
 	CHECK_EQ_INT(d->ops->rename_data(d, "t9", NULL, "nov", "k", "R", 1), CN_ERR_NO_BUCKET);
 	CHECK(tmp_find_empty(""));
-	/* the pool keeps at most 4096 files (local.c P4): deletes past that unlink */
+	/* the pool keeps at most 4096 files (local_pool.c P4): deletes past that unlink */
 	char key[16];
 	for (int i = 0; i < 4100; i++) {
 		snprintf(key, sizeof key, "f%d", i);

@@ -196,7 +196,7 @@ static bool exists(const char *rel)
 static int tmp_garbage(void)
 {
 	char cmd[600];
-	/* pool files (tmp/<xx>/p<n>: deleted records kept for reuse, drive/local.c) are not */
+	/* pool files (tmp/<xx>/p<n>: deleted records kept for reuse, drive/local_pool.c) are not */
 	snprintf(cmd, sizeof cmd,
 	         "test -z \"$(find %s/.cairn.sys/tmp -mindepth 2 ! -regex '.*/p[0-9]+' 2>/dev/null)\"",
 	         drive);
