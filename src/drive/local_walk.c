@@ -70,22 +70,16 @@ static int bcmp_len(const char *a, size_t al, const char *b, size_t bl)
 	return al < bl ? -1 : al > bl;
 }
 
-static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_after)
+/* The folder's entries (names, isdir: n of them) as virtual entries in key order into
+ * *out (malloc'd; *nout of them): each current record "%m.<leaf>" an object, with prev
+ * set when "%p.<leaf>" is beside it; each folder a subtree, and also an object when its
+ * leaf is too long for a record beside it (its record is inside: cn_local__rec_path). */
+static cn_err walk_entries(char **names, const bool *isdir, size_t n, vent **out, size_t *nout)
 {
-	char **names;
-	bool *isdir;
-	size_t n;
-	cn_err e = cn_local__list_dir(w->d, w->path, &names, &isdir, &n);
-	if (e == CN_ERR_NOT_FOUND)
-		return CN_OK;
-	if (e)
-		return e;
 	vent *v = malloc((n ? n : 1) * 2 * sizeof *v);
 	size_t nv = 0;
-	if (!v) {
-		cn_local__free_names(names, isdir, n);
+	if (!v)
 		return CN_ERR_NOMEM;
-	}
 	/* previous records' leaves ("%p.<leaf>", prev_keep): usually none */
 	const char **prevs = NULL;
 	size_t np = 0;
@@ -94,7 +88,6 @@ static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_
 			continue;
 		if (!prevs && !(prevs = malloc(n * sizeof *prevs))) {
 			free(v);
-			cn_local__free_names(names, isdir, n);
 			return CN_ERR_NOMEM;
 		}
 		prevs[np++] = names[i] + 3;
@@ -111,13 +104,101 @@ static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_
 		if (!isdir[i] || !cn_local__decode_component(names[i], &c))
 			continue;
 		size_t cl = strlen(c);
-		if (cl > FLAT_MAX) /* a long leaf's record is in its folder (cn_local__rec_path) */
+		if (cl > FLAT_MAX)
 			v[nv++] = (vent){ c, cl, names[i], false, false, false };
 		v[nv++] = (vent){ c, cl, names[i], true, false, false };
 	}
 	free(prevs);
 	if (nv > 1)
 		qsort(v, nv, sizeof *v, vent_cmp);
+	*out = v;
+	*nout = nv;
+	return CN_OK;
+}
+
+/* The object entry v, whose key is w->key[0..fk) and whose folder entry is
+ * w->path[0..pd): reported with its record when it matches the prefix, the after key and
+ * the delimiter. A record gone meanwhile is skipped, and so is one that fails to read
+ * (logged): one bad record does not end the listing. */
+static cn_err walk_object(walk_state *w, const vent *v, size_t pd, size_t fk, bool check_after)
+{
+	w->key[fk] = 0;
+	if (!starts_with(w->key, fk, w->prefix, w->plen))
+		return CN_OK;
+	if (check_after && bcmp_len(w->key, fk, w->after, w->alen) <= 0)
+		return CN_OK;
+	if (w->slash && memchr(w->key + w->plen, '/', fk - w->plen))
+		return CN_OK; /* cannot happen: such keys are rolled up */
+	if (!v->flat)
+		memcpy(w->path + pd, "/" REC_NAME, sizeof("/" REC_NAME));
+	cn_err re = cn_local__read_file_at(w->d, w->path, WALK_REC_MAX, &w->rec, CN_ERR_NO_KEY);
+	if (re == CN_ERR_NO_KEY)
+		return CN_OK;
+	if (re) {
+		cn_log(CN_LOG_WARN, NULL, "drive %s: listing: skipping %s: %s", w->d->base.endpoint,
+		       w->path, cn_err_str(re));
+		return CN_OK;
+	}
+	bool prev = v->prev;
+	if (!v->flat) { /* a long leaf's previous record is beside its %meta */
+		struct stat st;
+		memcpy(w->path + pd, "/" PREV_NAME, sizeof("/" PREV_NAME));
+		prev = fstatat(w->d->root_fd, w->path, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+		       (errno != ENOENT && errno != ENOTDIR); /* unsure: say so */
+	}
+	return w->fn(w->ctx, w->key, fk, false, w->rec.p, w->rec.len, prev);
+}
+
+static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_after);
+
+/* The subtree entry whose key prefix is w->key[0..fk) + "/" and whose folder is
+ * w->path[0..pd): skipped when no key in it can match the prefix or sort after the after
+ * key, reported as one common prefix when the delimiter rolls it up, else walked. */
+static cn_err walk_subtree(walk_state *w, size_t pd, size_t fk, bool check_after)
+{
+	w->key[fk] = '/';
+	size_t sl = fk + 1;
+	w->key[sl] = 0;
+	bool below_prefix = starts_with(w->key, sl, w->prefix, w->plen);
+	bool toward_prefix = starts_with(w->prefix, w->plen, w->key, sl);
+	if (!below_prefix && !toward_prefix)
+		return CN_OK;
+	bool ca = check_after;
+	if (ca && !starts_with(w->after, w->alen, w->key, sl)) {
+		if (bcmp_len(w->key, sl, w->after, w->alen) < 0)
+			return CN_OK; /* every key in it sorts before after */
+		ca = false;       /* every key in it sorts after after */
+	}
+	if (w->slash && below_prefix && sl > w->plen) {
+		/* the common prefix is the subtree name itself */
+		if (check_after && bcmp_len(w->key, sl, w->after, w->alen) <= 0)
+			return CN_OK;
+		bool found;
+		cn_err e = cn_local__has_object_below(w->d, w->path, pd, &found);
+		if (!e && found)
+			e = w->fn(w->ctx, w->key, sl, true, NULL, 0, false);
+		return e;
+	}
+	return walk_dir(w, pd, sl, ca);
+}
+
+/* Walks the folder w->path[0..plen_disk), whose keys start with w->key[0..klen), in key
+ * order; check_after: some of its keys may sort at or before the after key. */
+static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_after)
+{
+	char **names;
+	bool *isdir;
+	size_t n, nv;
+	vent *v;
+	cn_err e = cn_local__list_dir(w->d, w->path, &names, &isdir, &n);
+	if (e == CN_ERR_NOT_FOUND)
+		return CN_OK;
+	if (e)
+		return e;
+	if ((e = walk_entries(names, isdir, n, &v, &nv))) {
+		cn_local__free_names(names, isdir, n);
+		return e;
+	}
 	for (size_t i = 0; i < nv && !e; i++) {
 		size_t dl = strlen(v[i].disk);
 		size_t fk = klen + v[i].clen; /* key length of prefix+comp */
@@ -128,60 +209,8 @@ static cn_err walk_dir(walk_state *w, size_t plen_disk, size_t klen, bool check_
 		memcpy(w->path + plen_disk + 1, v[i].disk, dl);
 		size_t pd = plen_disk + 1 + dl;
 		w->path[pd] = 0;
-		if (!v[i].subtree) {
-			w->key[fk] = 0;
-			if (!starts_with(w->key, fk, w->prefix, w->plen))
-				goto next;
-			if (check_after && bcmp_len(w->key, fk, w->after, w->alen) <= 0)
-				goto next;
-			if (w->slash && memchr(w->key + w->plen, '/', fk - w->plen))
-				goto next; /* cannot happen: such keys are rolled up */
-			if (!v[i].flat)
-				memcpy(w->path + pd, "/" REC_NAME, sizeof("/" REC_NAME));
-			cn_err re = cn_local__read_file_at(w->d, w->path, WALK_REC_MAX, &w->rec,
-			                                   CN_ERR_NO_KEY);
-			if (re == CN_ERR_NO_KEY)
-				goto next;
-			if (re) {
-				cn_log(CN_LOG_WARN, NULL, "drive %s: listing: skipping %s: %s",
-				       w->d->base.endpoint, w->path, cn_err_str(re));
-				goto next;
-			}
-			bool prev = v[i].prev;
-			if (!v[i].flat) { /* a long leaf's previous record is beside its %meta */
-				struct stat st;
-				memcpy(w->path + pd, "/" PREV_NAME, sizeof("/" PREV_NAME));
-				prev = fstatat(w->d->root_fd, w->path, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
-				       (errno != ENOENT && errno != ENOTDIR); /* unsure: say so */
-			}
-			e = w->fn(w->ctx, w->key, fk, false, w->rec.p, w->rec.len, prev);
-		} else {
-			w->key[fk] = '/';
-			size_t sl = fk + 1;
-			w->key[sl] = 0;
-			bool below_prefix = starts_with(w->key, sl, w->prefix, w->plen);
-			bool toward_prefix = starts_with(w->prefix, w->plen, w->key, sl);
-			if (!below_prefix && !toward_prefix)
-				goto next;
-			bool ca = check_after;
-			if (ca && !starts_with(w->after, w->alen, w->key, sl)) {
-				if (bcmp_len(w->key, sl, w->after, w->alen) < 0)
-					goto next; /* every key in it sorts before after */
-				ca = false;    /* every key in it sorts after after */
-			}
-			if (w->slash && below_prefix && sl > w->plen) {
-				/* the common prefix is the subtree name itself */
-				if (check_after && bcmp_len(w->key, sl, w->after, w->alen) <= 0)
-					goto next;
-				bool found;
-				e = cn_local__has_object_below(w->d, w->path, pd, &found);
-				if (!e && found)
-					e = w->fn(w->ctx, w->key, sl, true, NULL, 0, false);
-				goto next;
-			}
-			e = walk_dir(w, pd, sl, ca);
-		}
-next:
+		e = v[i].subtree ? walk_subtree(w, pd, fk, check_after)
+		                 : walk_object(w, &v[i], pd, fk, check_after);
 		w->path[plen_disk] = 0;
 	}
 	free(v);
