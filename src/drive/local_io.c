@@ -383,6 +383,57 @@ cn_err cn_local__make_key_dirs_n(local_drive *d, char *path, size_t len, size_t 
 	return e;
 }
 
+/* What rename_data moves into the key's place. */
+typedef struct placing {
+	const char *data_src; /* the version's data folder in tmp; NULL: only the record moves */
+	const char *key_dir;  /* the key's folder, which data_src moves into ... */
+	const char *data_id;  /* ... as data_id */
+	const char *rec_src;  /* the record's file (tmp or pool) */
+	const char *rec_dst;  /* its place (cn_local__rec_path) ... */
+	size_t rec_dir_len;   /* ... in the folder rec_dst[0..rec_dir_len) */
+	char *mk;             /* the folder to make, mk[0..mk_len) (restored after) */
+	size_t mk_len, vol_len;
+} placing;
+
+/* Renames the data folder (if any), then the record, into place. A concurrent delete may
+ * rmdir our parents between mkdir and rename (it only removes empty folders): retry the
+ * whole mkdir -p + rename a few times. The first attempt renames without making anything
+ * when only the record moves: its folder is there unless this is the first key below a
+ * new prefix (or the vol is gone). */
+static cn_err place(local_drive *d, const placing *p)
+{
+	char dst[PATH_CAP];
+	bool data_moved = p->data_src == NULL;
+	bool try_first = p->data_src == NULL;
+	for (int tries = 0;; tries++) {
+		if (tries == 8)
+			return cn_local__map_errno(d, ENOENT, "committing", p->rec_dst);
+		if (!try_first && p->mk_len > p->vol_len) {
+			cn_err e = cn_local__make_key_dirs_n(d, p->mk, p->mk_len, p->vol_len);
+			if (e == CN_ERR_NOT_FOUND)
+				continue;
+			if (e)
+				return e;
+		}
+		try_first = false;
+		if (!data_moved) {
+			snprintf(dst, sizeof dst, "%s/%s", p->key_dir, p->data_id);
+			if (renameat(d->root_fd, p->data_src, d->root_fd, dst) < 0) {
+				if (errno == ENOENT)
+					continue;
+				return cn_local__map_errno(d, errno, "renaming data into", dst);
+			}
+			data_moved = true;
+		}
+		if (renameat(d->root_fd, p->rec_src, d->root_fd, p->rec_dst) == 0)
+			return CN_OK;
+		if ((errno == ENOENT || errno == ENOTDIR) && p->rec_dir_len == p->vol_len)
+			return CN_ERR_NO_BUCKET; /* the record goes straight into the vol */
+		if (errno != ENOENT && errno != ENOTDIR)
+			return cn_local__map_errno(d, errno, "renaming record into", p->rec_dst);
+	}
+}
+
 cn_err cn_local__rename_data(cn_drive *dd, const char *tmp_id, const char *data_id,
                              const char *vol, const char *key, const void *rec, size_t reclen)
 {
@@ -399,12 +450,6 @@ cn_err cn_local__rename_data(cn_drive *dd, const char *tmp_id, const char *data_
 	if ((e = cn_local__rec_path(&rp, vol, key, &rdir)) ||
 	    (data_id && (e = cn_local__key_path(&kp, vol, key))))
 		goto out;
-	size_t vol_len = strlen(vol);
-	/* The folder to make: the key's own when a data folder moves into it (its parent
-	 * holds the record), else the record's. A small object's record usually lands in a
-	 * folder that exists (the vol, or a prefix shared with other keys): nothing to make. */
-	char *mk = data_id ? kp.p : rp.p;
-	size_t mk_len = data_id ? kp.len : rdir;
 	if (data_id) /* the version's data folder (create_file), moved into the key's folder */
 		cn_local__tmp_path(src, sizeof src, tmp_id, TMP_DATA);
 	/* the record: one file in tmp, a pool file when there is one (P1-P3) */
@@ -424,47 +469,15 @@ cn_err cn_local__rename_data(cn_drive *dd, const char *tmp_id, const char *data_
 	}
 	if ((e = cn_local__write_all(d, recfd, rec, reclen, recsrc)))
 		goto out;
-	/* A concurrent delete may rmdir our parents between mkdir and rename (it only removes
-	 * empty folders): retry the whole mkdir -p + rename a few times. The first attempt
-	 * renames without making anything when only the record moves: its folder is there
-	 * unless this is the first key below a new prefix (or the vol is gone). */
-	bool data_moved = data_id == NULL;
-	bool try_first = data_id == NULL;
-	for (int tries = 0;; tries++) {
-		if (tries == 8) {
-			e = cn_local__map_errno(d, ENOENT, "committing", rp.p);
-			goto out;
-		}
-		if (!try_first && mk_len > vol_len) {
-			e = cn_local__make_key_dirs_n(d, mk, mk_len, vol_len);
-			if (e == CN_ERR_NOT_FOUND)
-				continue;
-			if (e)
-				goto out;
-		}
-		try_first = false;
-		if (!data_moved) {
-			snprintf(dst, sizeof dst, "%s/%s", kp.p, data_id);
-			if (renameat(d->root_fd, src, d->root_fd, dst) < 0) {
-				if (errno == ENOENT)
-					continue;
-				e = cn_local__map_errno(d, errno, "renaming data into", dst);
-				goto out;
-			}
-			data_moved = true;
-		}
-		if (renameat(d->root_fd, recsrc, d->root_fd, rp.p) < 0) {
-			if ((errno == ENOENT || errno == ENOTDIR) && rdir == vol_len) {
-				e = CN_ERR_NO_BUCKET; /* the record goes straight into the vol */
-				goto out;
-			}
-			if (errno == ENOENT || errno == ENOTDIR)
-				continue;
-			e = cn_local__map_errno(d, errno, "renaming record into", rp.p);
-			goto out;
-		}
-		break;
-	}
+	/* The folder to make: the key's own when a data folder moves into it (its parent
+	 * holds the record), else the record's. A small object's record usually lands in a
+	 * folder that exists (the vol, or a prefix shared with other keys): nothing to make. */
+	placing pl = { .data_src = data_id ? src : NULL, .key_dir = kp.p, .data_id = data_id,
+	               .rec_src = recsrc, .rec_dst = rp.p, .rec_dir_len = rdir,
+	               .mk = data_id ? kp.p : rp.p, .mk_len = data_id ? kp.len : rdir,
+	               .vol_len = strlen(vol) };
+	if ((e = place(d, &pl)))
+		goto out;
 	cn_local__pending_dir(d, rp.p, rdir);
 	if (data_id) {
 		cn_local__pending_dir(d, kp.p, kp.len);
