@@ -47,7 +47,7 @@ const unsigned char *cn_ec_rec_bytes(const cn_ec_rec *r, size_t *len);
  * atomics: a reader that misses a mark only checks again). */
 bool cn_ec_rec_block_checked(const cn_ec_rec *r, size_t block);
 void cn_ec_rec_mark_checked(cn_ec_rec *r, size_t block);
-/* The version identity (set.c's E2 hash) of the record, computed once by the read that
+/* The version identity (quorum.c's E2 hash) of the record, computed once by the read that
  * decoded it in full, and what cn_ec_meta_decode_rec_partial gives, taken from m (that
  * full decode of r's bytes, with or without its inline stream): set before the record is
  * shared (the record cache's insert), read by later hits so they need not decode the
@@ -87,7 +87,7 @@ typedef struct cn_ec_meta {
 	 * strings empty */
 	bool partial;
 	/* not stored: set by a quorum read (cn_ec_read_meta) whose version some drives hold
-	 * only as their previous record (set.c E15): heal it before replacing it */
+	 * only as their previous record (quorum.c E15): heal it before replacing it */
 	bool from_prev;
 	/* not stored: set by a listing (cn_ec_walk, cn_ec_walk_all) when a walked drive also
 	 * holds a previous record of the key (E15: a commit in progress, or a leftover) */
@@ -134,7 +134,7 @@ void cn_ec_set_free(cn_ec_set *s);
 /* Gives the set a record cache of budget_bytes (erasure_int.h; 0: none), replacing the one
  * it has (64 MiB from cn_ec_set_new). Only before the set is used. */
 cn_err cn_ec_set_cache(cn_ec_set *s, size_t budget_bytes);
-/* E13 (set.c): how a read waits for a commit of the key in progress. Reads take no lock,
+/* E13 (quorum.c): how a read waits for a commit of the key in progress. Reads take no lock,
  * and a commit renames its records drive by drive, so a read in between may find the
  * drives split between versions of the key (or a version and "no such key"), none at its
  * quorum. Such a read calls fn(ctx, vol, key) and reads again (a few times at most). fn
@@ -196,7 +196,7 @@ cn_err cn_ec_remove_sys_all(cn_ec_set *s, const char *name);
 cn_err cn_ec_make_vol(cn_ec_set *s, const char *vol);
 cn_err cn_ec_stat_vol(cn_ec_set *s, const char *vol, int64_t *mtime_ms);
 cn_err cn_ec_delete_vol(cn_ec_set *s, const char *vol);
-/* The vols at least K drives of the set hold (E9 in set.c: a drive that missed a bucket's
+/* The vols at least K drives of the set hold (E9 in vols.c: a drive that missed a bucket's
  * creation or removal hides or shows nothing); CN_ERR_QUORUM when fewer than K answer. */
 cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n);
 /* E11: the vols some drives hold that are not in keep (the buckets every set lists) and
@@ -303,7 +303,7 @@ typedef struct cn_ec_heal_result {
 cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vid, bool dry_run,
                   cn_ec_heal_result *res);
 
-/* --- an overwrite's safety net (set.c E15) -----------------------------------------------
+/* --- an overwrite's safety net (quorum.c E15) -------------------------------------------
  * cn_ec_prev_keep, under the key's lock just before a commit that replaces an existing
  * current record: every drive keeps that record as the key's previous one (drive.h
  * prev_keep; best effort: a drive that cannot keeps none). cn_ec_prev_drop, once the commit
@@ -325,7 +325,7 @@ void cn_ec_prev_drop_slots(cn_ec_set *s, const char *vol, const char *key, uint6
 cn_err cn_ec_version_keep(cn_ec_set *s, const char *vol, const char *key, const char *vid);
 cn_err cn_ec_version_read(cn_ec_set *s, const char *vol, const char *key, const char *vid,
                           bool skip_inline, cn_ec_meta *m);
-/* The noncurrent version ids any of M+1 drives holds (E8 in set.c: a wiped drive hides
+/* The noncurrent version ids any of M+1 drives holds (E8 in versions.c: a wiped drive hides
  * none; an id may name a partial write: read each with quorum). Free with
  * cn_drive_free_names. */
 cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n);

@@ -188,7 +188,7 @@ TEST(buckets_grow_with_the_budget)
 	cn_rcache_free(c);
 }
 
-/* Holds a reference to a visited entry (what read_one's decode does through the meta). */
+/* Holds a reference to a visited entry (what cn_ec__read_one's decode does through the meta). */
 static void take_ref(cn_ec_rec *rec, void *arg)
 {
 	*(cn_ec_rec **)arg = cn_ec_rec_ref(rec);
