@@ -180,19 +180,30 @@ cn_err cn_ec__trust_miss(cn_ec_set *s, size_t d, cn_err e);
 /* quorum.c: records */
 typedef enum rec_kind { REC_CURRENT, REC_VERSION, REC_UPLOAD, REC_PREV } rec_kind;
 
+/* One record read with quorum (cn_ec__read_quorum_recs): what is read, and where each
+ * drive's answer goes (arrays of the set's n entries). */
+typedef struct quorum_read {
+	rec_kind kind;
+	const char *vol, *key;
+	const char *name;   /* REC_VERSION's version id, REC_UPLOAD's file name; else NULL */
+	bool skip_inline;
+	cn_ec_meta *ms;     /* each drive's record (initialized by the caller) */
+	bool *agree;        /* out: drive d holds the chosen version */
+	size_t pick;        /* out: a drive that holds it */
+	cn_err *errs;       /* out, may be NULL: each drive's answer */
+	bool *unread;       /* non-NULL: early-out (E7); out: slot d was not read (its errs[]
+	                       entry is then CN_ERR_OFFLINE) */
+	bool *prev;         /* out, may be NULL: slot d's agreeing record is its previous one
+	                       (E15) */
+} quorum_read;
+
 uint64_t cn_ec__rec_identity(const cn_ec_meta *m);
 cn_err cn_ec__read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, const char *key,
                        const char *name, bool skip_inline, bool cache, cn_ec_meta *m,
                        uint64_t *ident, cn_ec_rec **partial);
-/* Reads the record from every drive and picks the version most drives agree on (E2),
- * retrying across a commit in progress (E13). ms[] (n entries, initialized) get each
- * drive's record; agree[d] says drive d holds the chosen one; *pick is one such drive.
- * unread non-NULL: early-out (E7), unread[d] says slot d was not read (its errs[] entry
- * is then CN_ERR_OFFLINE). prev[d] (may be NULL): slot d's agreeing record is its
- * previous one (E15). */
-cn_err cn_ec__read_quorum_recs(cn_ec_set *s, rec_kind kind, const char *vol, const char *key,
-                               const char *name, bool skip_inline, cn_ec_meta *ms, bool *agree,
-                               size_t *pick, cn_err *errs_out, bool *unread, bool *prev);
+/* Reads the record from every drive (early-out: enough of them) and picks the version most
+ * drives agree on (E2), reading again across a commit in progress (E13). */
+cn_err cn_ec__read_quorum_recs(cn_ec_set *s, quorum_read *q);
 cn_err cn_ec__read_rec(cn_ec_set *s, rec_kind kind, const char *vol, const char *key,
                        const char *name, bool skip_inline, cn_ec_meta *m);
 

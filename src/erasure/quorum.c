@@ -363,19 +363,69 @@ static cn_err prev_fallback(cn_ec_set *s, const char *vol, const char *key, bool
 	return best_votes ? CN_OK : CN_ERR_QUORUM;
 }
 
-/* Reads the record from every drive and picks the version most drives agree on (E2).
- * ms[] (n entries, initialized) get each drive's record; agree[d] says drive d holds the
- * chosen one; *pick is one such drive. unread non-NULL: early-out (E7), unread[d] says
- * slot d was not read (its errs[] entry is then CN_ERR_OFFLINE). use_prev: a current
- * record's read with no version at quorum falls back on the previous records (E15);
- * prev[d] (may be NULL) then says slot d's agreeing record is its previous one. */
-static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, const char *key,
-                               const char *name, bool skip_inline, cn_ec_meta *ms, bool *agree,
-                               size_t *pick, cn_err *errs_out, bool *unread, bool *split,
-                               bool use_prev, bool *prev)
+/* The answer of a read in which no version has its quorum: what the drives without one say
+ * (E2: a miss needs K drives), E16's first commit cut short, or CN_ERR_QUORUM. no_prev:
+ * the previous records were read (E15) and none was found. *split: E13's condition. */
+static cn_err no_quorum_answer(const cn_ec_set *s, const quorum_read *q, const cn_err *errs,
+                               const uint64_t *ids, bool no_prev, bool *split)
 {
+	size_t n = s->n;
+	rec_kind kind = q->kind;
+	size_t nokey = 0, nobucket = 0, answered = 0;
+	for (size_t d = 0; d < n; d++) {
+		if (errs[d] == CN_ERR_OFFLINE)
+			continue;
+		answered++;
+		nokey += errs[d] == CN_ERR_NO_KEY || errs[d] == CN_ERR_NOT_FOUND;
+		nobucket += errs[d] == CN_ERR_NO_BUCKET;
+	}
+	cn_err missing = kind == REC_CURRENT || kind == REC_VERSION ? CN_ERR_NO_KEY : CN_ERR_NOT_FOUND;
+	size_t records = 0;
+	for (size_t d = 0; d < n; d++)
+		records += !errs[d];
+	/* E13: K drives said what they hold (a record, or none), and no version has quorum */
+	*split = coded(s) && records && records + nokey >= read_quorum(s);
+	if (nobucket && nobucket >= read_quorum(s))
+		return CN_ERR_NO_BUCKET;
+	/* a plain set's one drive says what is there; a coded set needs K drives to say a
+	 * key is not there (those that did not answer may hold it) */
+	if (nokey + nobucket >= read_quorum(s) || (!coded(s) && answered && nokey + nobucket == answered))
+		return missing;
+	if (!coded(s) && answered)
+		return errs[0];
+	/* E16: one version, on too few drives to be read even with every drive that did not
+	 * say what it holds, and no previous record anywhere: a first commit cut short (an
+	 * acknowledged one reached W >= K drives), which E10 removes. It is not there. */
+	if (no_prev && kind == REC_CURRENT && records) {
+		size_t first = n;
+		bool one = true;
+		for (size_t d = 0; d < n; d++) {
+			if (errs[d])
+				continue;
+			if (first == n)
+				first = d;
+			else if (ids[d] != ids[first])
+				one = false;
+		}
+		size_t unknown = n - records - nokey; /* a drive without the bucket too, as E10 */
+		if (one && records + unknown < rec_quorum(s, &q->ms[first]))
+			return missing;
+	}
+	return CN_ERR_QUORUM;
+}
+
+/* Reads the record from every drive (or, early-out, enough of them: E7) and picks the
+ * version most drives agree on (E2), filling q's answers (quorum_read). use_prev: a
+ * current record's read with no version at quorum falls back on the previous records
+ * (E15). *split: no version at quorum, and the drives split (E13). */
+static cn_err read_quorum_once(cn_ec_set *s, quorum_read *q, bool use_prev, bool *split)
+{
+	rec_kind kind = q->kind;
+	const char *vol = q->vol, *key = q->key;
+	cn_ec_meta *ms = q->ms;
+	bool *agree = q->agree, *unread = q->unread, *prev = q->prev;
 	cn_err errs_own[CN_EC_MAX_DRIVES];
-	cn_err *errs = errs_out ? errs_out : errs_own;
+	cn_err *errs = q->errs ? q->errs : errs_own;
 	uint64_t ids[CN_EC_MAX_DRIVES];
 	size_t n = s->n, order[CN_EC_MAX_DRIVES];
 	bool ordered = coded(s) && kind != REC_UPLOAD;
@@ -400,8 +450,8 @@ static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, con
 		size_t d = order[i];
 		if (unread)
 			unread[d] = false;
-		errs[d] = cn_ec__read_one(s, d, kind, vol, key, name, skip_inline, unread != NULL, &ms[d],
-		                          &ids[d], &partial[d]);
+		errs[d] = cn_ec__read_one(s, d, kind, vol, key, q->name, q->skip_inline, unread != NULL,
+		                          &ms[d], &ids[d], &partial[d]);
 		if (errs[d])
 			continue;
 		if (!early)
@@ -453,7 +503,7 @@ static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, con
 	}
 	size_t nprev = 0;
 	cn_err pe = best == n && use_prev && ordered && kind == REC_CURRENT
-	            ? prev_fallback(s, vol, key, skip_inline, ms, errs, ids, partial, prev, &nprev)
+	            ? prev_fallback(s, vol, key, q->skip_inline, ms, errs, ids, partial, prev, &nprev)
 	            : CN_ERR_QUORUM;
 	if (pe == CN_ERR_BUSY) {
 		for (size_t j = 0; j < n; j++)
@@ -472,7 +522,7 @@ static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, con
 				best = d;
 		}
 	}
-	cn_err e = best < n ? complete_partial(&ms[best], partial[best], skip_inline) : CN_OK;
+	cn_err e = best < n ? complete_partial(&ms[best], partial[best], q->skip_inline) : CN_OK;
 	for (size_t d = 0; d < n; d++)
 		cn_ec_rec_unref(partial[d]);
 	if (e)
@@ -481,51 +531,10 @@ static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, con
 		CN_ASSERT(!ms[best].partial);
 		for (size_t d = 0; d < n; d++)
 			agree[d] = !errs[d] && ids[d] == ids[best];
-		*pick = best;
+		q->pick = best;
 		return CN_OK;
 	}
-	/* no version has quorum: what do the others say? */
-	size_t nokey = 0, nobucket = 0, answered = 0;
-	for (size_t d = 0; d < n; d++) {
-		if (errs[d] == CN_ERR_OFFLINE)
-			continue;
-		answered++;
-		nokey += errs[d] == CN_ERR_NO_KEY || errs[d] == CN_ERR_NOT_FOUND;
-		nobucket += errs[d] == CN_ERR_NO_BUCKET;
-	}
-	cn_err missing = kind == REC_CURRENT || kind == REC_VERSION ? CN_ERR_NO_KEY : CN_ERR_NOT_FOUND;
-	size_t records = 0;
-	for (size_t d = 0; d < n; d++)
-		records += !errs[d];
-	/* E13: K drives said what they hold (a record, or none), and no version has quorum */
-	*split = coded(s) && records && records + nokey >= read_quorum(s);
-	if (nobucket && nobucket >= read_quorum(s))
-		return CN_ERR_NO_BUCKET;
-	/* a plain set's one drive says what is there; a coded set needs K drives to say a
-	 * key is not there (those that did not answer may hold it) */
-	if (nokey + nobucket >= read_quorum(s) || (!coded(s) && answered && nokey + nobucket == answered))
-		return missing;
-	if (!coded(s) && answered)
-		return errs[0];
-	/* E16: one version, on too few drives to be read even with every drive that did not
-	 * say what it holds, and no previous record anywhere: a first commit cut short (an
-	 * acknowledged one reached W >= K drives), which E10 removes. It is not there. */
-	if (use_prev && kind == REC_CURRENT && records && !nprev) {
-		size_t first = n;
-		bool one = true;
-		for (size_t d = 0; d < n; d++) {
-			if (errs[d])
-				continue;
-			if (first == n)
-				first = d;
-			else if (ids[d] != ids[first])
-				one = false;
-		}
-		size_t unknown = n - records - nokey; /* a drive without the bucket too, as E10 */
-		if (one && records + unknown < rec_quorum(s, &ms[first]))
-			return missing;
-	}
-	return CN_ERR_QUORUM;
+	return no_quorum_answer(s, q, errs, ids, use_prev && !nprev, split);
 }
 
 /* E13: the drives split between versions of the key (or a version and "no such key"),
@@ -542,25 +551,22 @@ static cn_err read_quorum_once(cn_ec_set *s, rec_kind kind, const char *vol, con
  * keep the sleeps. */
 #define SPLIT_RETRIES 6
 void (*cn_ec__split_retry_hook)(void);
-cn_err cn_ec__read_quorum_recs(cn_ec_set *s, rec_kind kind, const char *vol, const char *key,
-                               const char *name, bool skip_inline, cn_ec_meta *ms, bool *agree,
-                               size_t *pick, cn_err *errs_out, bool *unread, bool *prev)
+cn_err cn_ec__read_quorum_recs(cn_ec_set *s, quorum_read *q)
 {
 	for (int attempt = 0;; attempt++) {
 		bool split = false;
 		/* E15 on the last read of a split (a split that outlasted the commits in progress) */
-		cn_err e = read_quorum_once(s, kind, vol, key, name, skip_inline, ms, agree, pick, errs_out,
-		                            unread, &split, attempt == SPLIT_RETRIES, prev);
+		cn_err e = read_quorum_once(s, q, attempt == SPLIT_RETRIES, &split);
 		if (e != CN_ERR_QUORUM || !split || attempt == SPLIT_RETRIES)
 			return e;
 		for (size_t d = 0; d < s->n; d++) {
-			cn_ec_meta_fini(&ms[d]);
-			cn_ec_meta_init(&ms[d]);
+			cn_ec_meta_fini(&q->ms[d]);
+			cn_ec_meta_init(&q->ms[d]);
 		}
 		if (cn_ec__split_retry_hook)
 			cn_ec__split_retry_hook();
-		if (s->split_wait && kind != REC_UPLOAD) {
-			if (!s->split_wait(s->split_ctx, vol, key))
+		if (s->split_wait && q->kind != REC_UPLOAD) {
+			if (!s->split_wait(s->split_ctx, q->vol, q->key))
 				attempt = SPLIT_RETRIES - 1; /* it gave up waiting: one last read */
 			continue;
 		}
@@ -578,16 +584,17 @@ cn_err cn_ec__read_rec(cn_ec_set *s, rec_kind kind, const char *vol, const char 
 		return cn_ec__read_one(s, 0, kind, vol, key, name, skip_inline, true, m, NULL, NULL);
 	cn_ec_meta ms[CN_EC_MAX_DRIVES];
 	bool agree[CN_EC_MAX_DRIVES];
-	size_t pick = 0;
 	for (size_t d = 0; d < s->n; d++)
 		cn_ec_meta_init(&ms[d]);
 	bool unread[CN_EC_MAX_DRIVES], prev[CN_EC_MAX_DRIVES];
-	cn_err e = cn_ec__read_quorum_recs(s, kind, vol, key, name, skip_inline, ms, agree, &pick, NULL,
-	                                   kind == REC_UPLOAD ? NULL : unread, prev);
+	quorum_read q = { .kind = kind, .vol = vol, .key = key, .name = name,
+	                  .skip_inline = skip_inline, .ms = ms, .agree = agree,
+	                  .unread = kind == REC_UPLOAD ? NULL : unread, .prev = prev };
+	cn_err e = cn_ec__read_quorum_recs(s, &q);
 	if (!e) {
 		cn_ec_meta_fini(m);
-		*m = ms[pick];
-		cn_ec_meta_init(&ms[pick]);
+		*m = ms[q.pick];
+		cn_ec_meta_init(&ms[q.pick]);
 		for (size_t d = 0; d < s->n; d++)
 			m->from_prev |= agree[d] && prev[d];
 	}

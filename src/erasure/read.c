@@ -336,12 +336,13 @@ static cn_err open_coded(cn_ec_reader *r, const char *vid, bool full, cn_ec_meta
 	cn_ec_meta ms[CN_EC_MAX_DRIVES];
 	bool agree[CN_EC_MAX_DRIVES];
 	cn_err errs[CN_EC_MAX_DRIVES];
-	size_t pick = 0;
 	for (size_t d = 0; d < s->n; d++)
 		cn_ec_meta_init(&ms[d]);
-	cn_err e = cn_ec__read_quorum_recs(s, vid ? REC_VERSION : REC_CURRENT, r->vol, r->key, vid,
-	                                   false, ms, agree, &pick, errs, full ? NULL : r->unread,
-	                                   r->prev);
+	quorum_read q = { .kind = vid ? REC_VERSION : REC_CURRENT, .vol = r->vol, .key = r->key,
+	                  .name = vid, .skip_inline = false, .ms = ms, .agree = agree, .errs = errs,
+	                  .unread = full ? NULL : r->unread, .prev = r->prev };
+	cn_err e = cn_ec__read_quorum_recs(s, &q);
+	size_t pick = q.pick;
 	if (!e) {
 		const cn_ec_meta *c = &ms[pick];
 		r->ident = cn_ec__rec_identity(c);
