@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""split-reads.py: reads across commits (set.c E13). Starts BIN on a fresh folder of drives
+"""split-reads.py: reads across commits (quorum.c E13). Starts BIN on a fresh folder of drives
 (DRIVES_PATTERN, e.g. "d{1...16}") on 127.0.0.1:9431, then 6 writers overwrite (and, with
 DELETE_SHARE > 0, delete) two keys while 6 readers GET them for SECONDS seconds, and prints
 the GETs and how many were answered 503 (a read that found the drives split between

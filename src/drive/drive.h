@@ -92,7 +92,7 @@ typedef struct cn_drive_ops {
 	cn_err (*stat_vol)(cn_drive *d, const char *vol, int64_t *mtime_ms);
 	cn_err (*delete_vol)(cn_drive *d, const char *vol);
 	/* purge_vol: removes the vol and everything in it, at once (renamed away, then
-	 * removed): heal's removal of a bucket no quorum of drives holds (E11 in set.c).
+	 * removed): heal's removal of a bucket no quorum of drives holds (E11 in vols.c).
 	 * CN_ERR_NO_BUCKET when absent. Optional (NULL: not done). */
 	cn_err (*purge_vol)(cn_drive *d, const char *vol);
 	cn_err (*list_vols)(cn_drive *d, cn_drive_vol **out, size_t *n);
@@ -119,7 +119,7 @@ typedef struct cn_drive_ops {
 	                      const char *vol, const char *key, const void *rec, size_t reclen);
 
 	/* The key's previous record (FORMAT.md §3 "%p.<leaf>"): an overwrite's safety net
-	 * until the new version is at write quorum (set.c E15). Optional: all three or none
+	 * until the new version is at write quorum (quorum.c E15). Optional: all three or none
 	 * (NULL: the drive keeps none, and reads without it are as before E15).
 	 * prev_keep: makes the key's current record also its previous one (a hard link,
 	 *   replacing any previous one); CN_ERR_NO_KEY when there is no current record (then
@@ -136,7 +136,7 @@ typedef struct cn_drive_ops {
 
 	/* Records. read_meta: at most max bytes; a record that is not there is told apart
 	 * from a vol that is not there: CN_ERR_NO_KEY only when the vol exists on this drive
-	 * (so does the drive's folder: a "no such key" that counts, E2 in set.c), else
+	 * (so does the drive's folder: a "no such key" that counts, E2 in quorum.c), else
 	 * CN_ERR_NO_BUCKET. delete_meta unlinks the record (CN_ERR_NO_KEY when absent). */
 	cn_err (*read_meta)(cn_drive *d, const char *vol, const char *key, size_t max, cn_buf *out);
 	cn_err (*delete_meta)(cn_drive *d, const char *vol, const char *key);

@@ -5,7 +5,7 @@
  *  W1. A call that fails with CN_ERR_IO / CN_ERR_OFFLINE or takes longer than the stall
  *      limit marks the drive offline (logged once per outage), and so does finding its
  *      folder gone (online, info): the erasure layer then counts it down before its next
- *      mutation (set.c E12) instead of finding it by a write. Data-level answers
+ *      mutation (quorum.c E12) instead of finding it by a write. Data-level answers
  *      (NO_KEY, NO_BUCKET, NOT_FOUND, NOSPACE, CORRUPT ...) say nothing about the drive.
  *  W2. While offline every call returns CN_ERR_OFFLINE at once, without touching the inner
  *      drive, so one bad drive costs requests nothing but its share of the quorum; handles

@@ -22,7 +22,7 @@
  *      key's lock).
  *  H8. A heal of everything first removes bucket folders too few drives hold to be a
  *      bucket (E11: deleted while those drives were away), under the namespace lock.
- *  H9. Previous records (set.c E15) a crash left over, or that a heal through them left
+ *  H9. Previous records (quorum.c E15) a crash left over, or that a heal through them left
  *      on the drives whose current record already held the version, are dropped after a
  *      heal of the current version, under the key's lock, only while no commit of the key
  *      has kept its own (C7), and only on the drives that heal saw hold the version as
@@ -150,7 +150,7 @@ static void remove_orphans(cn_obj_store *s, cn_ec_set *set, const char *bucket, 
 	cn_drive_free_names(ids, n);
 }
 
-/* H7: a version no read can return (E10 in set.c: deleted or replaced while the drives
+/* H7: a version no read can return (E10 in erasure/versions.c: deleted or replaced while the drives
  * holding it were away, or a write that failed below quorum) is removed from the drives
  * that hold it, under its key's lock. */
 static void purge_dangling(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,

@@ -115,7 +115,7 @@ pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket, const cha
  * (drive monitor) and before each heal run; callers hold ns_lock exclusively (C5) or run
  * before requests are served. */
 void cn_obj__heal_buckets(cn_obj_store *s);
-/* E11 (set.c) for the whole store, under the namespace write lock: bucket folders that no
+/* E11 (vols.c) for the whole store, under the namespace write lock: bucket folders that no
  * set holds on enough drives to be a bucket (deleted while those drives were away) are
  * removed with what they hold (dry_run: only counted). Nothing when any set cannot list
  * its buckets (no whole view). Returns how many folders (bucket x set) were found. */

@@ -433,7 +433,7 @@ cn_err cn_obj_delete_version(cn_obj_store *s, const char *bucket, const char *ke
 		e = newest_noncurrent(set, bucket, key, vid, next);
 		/* C7: the promotion replaces the current record drive by drive: the deleted
 		 * version stays as the previous record, and the promoted one's noncurrent copy,
-		 * until the change is durable (set.c E15) */
+		 * until the change is durable (quorum.c E15) */
 		if (!e && next[0])
 			e = cn_obj__prev_keep(s, set, bucket, key, &cur, &pk);
 		if (!e && next[0] && !(e = cn_ec_version_promote(set, bucket, key, next)))

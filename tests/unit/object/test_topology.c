@@ -266,7 +266,7 @@ TEST(test_keys_spread_and_stay)
 	cn_obj_store_close(s);
 }
 
-/* set.c E13 with the object layer's split_wait: a read that finds the drives split between
+/* quorum.c E13 with the object layer's split_wait: a read that finds the drives split between
  * two versions (8 drives EC:2, K = 6: 4 and 4) while a "commit" holds the key's lock waits
  * for the lock and reads again, and gets the version the commit finished with. (With the
  * short sleeps of before, 4.2 ms in all, it answered QUORUM while the commit went on for
