@@ -45,7 +45,6 @@ cn_err cn_ec_upload_list(cn_ec_set *s, const char *vol, const char *upload_id, c
 	return cn_ec__union_names(s, true, false, vol, upload_id, names, n); /* E8 */
 }
 
-
 cn_err cn_ec_upload_commit(cn_ec_set *s, const char *vol, const char *upload_id,
                            const char *const *srcs, size_t n, const char *key, cn_ec_meta *m)
 {
@@ -89,4 +88,3 @@ cn_err cn_ec_upload_remove(cn_ec_set *s, const char *vol, const char *upload_id)
 		errs[i] = D(s, i) ? D(s, i)->ops->upload_remove(D(s, i), vol, upload_id) : CN_ERR_OFFLINE;
 	return cn_ec__reduce_quorum(errs, s->n, s->n / 2 + 1);
 }
-

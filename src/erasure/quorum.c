@@ -608,4 +608,3 @@ cn_err cn_ec_read_meta(cn_ec_set *s, const char *vol, const char *key, bool skip
 {
 	return cn_ec__read_rec(s, REC_CURRENT, vol, key, NULL, skip_inline, m);
 }
-

@@ -611,4 +611,3 @@ void cn_ec_reader_close(cn_ec_reader *r)
 	free(r->sh);
 	free(r);
 }
-

@@ -251,4 +251,3 @@ cn_err cn_ec_sync(cn_ec_set *s)
 	}
 	return cn_ec__reduce_quorum(errs, s->n, write_quorum(s));
 }
-

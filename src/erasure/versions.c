@@ -446,4 +446,3 @@ cn_err cn_ec_update_meta(cn_ec_set *s, const char *vol, const char *key, cn_ec_m
 		return CN_ERR_INVALID;
 	return rewrite_meta(s, vol, key, NULL, m);
 }
-

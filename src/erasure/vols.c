@@ -71,7 +71,6 @@ static int vol_name_cmp(const void *a, const void *b)
  *     drive's list hid a bucket made while it was offline, and showed one removed then);
  *     cn_obj's bucket heal makes the listed ones where missing. */
 
-
 /* Every answering drive's vols, sorted by name (one entry per drive that holds it);
  * *answered: how many drives listed theirs; *last: the last listing error. */
 static cn_err gather_vols(cn_ec_set *s, cn_drive_vol **out, size_t *total_out, size_t *answered,

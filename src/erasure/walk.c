@@ -308,4 +308,3 @@ cn_err cn_ec_walk_all(cn_ec_set *s, const char *vol, const char *prefix, const c
 	}
 	return merged_walk(s, drives, nd, vol, prefix, after, false, coded(s), WALK_BATCH, fn, ctx);
 }
-

@@ -446,4 +446,3 @@ cn_err cn_ec_upload_take(cn_ec_writer *w, const char *vol, const char *upload_id
 		          : CN_ERR_OFFLINE;
 	return cn_ec__reduce_quorum(errs, s->n, writer_quorum(w));
 }
-
