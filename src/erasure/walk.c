@@ -137,11 +137,112 @@ static cn_err found_cb(void *ctx, const char *key, size_t keylen, bool is_prefix
 	return WALK_STOP;
 }
 
-/* batch: entries per drive per round (WALK_BATCH; a prefix check asks few). */
-static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const char *vol,
-                          const char *prefix, const char *after, bool slash_delim, bool dangling,
-                          size_t batch, cn_ec_walk_fn fn, void *ctx)
+/* One merged walk: the drives walked (in slot order), and where the entries go. */
+typedef struct merge {
+	cn_ec_set *s;
+	const size_t *drives;
+	size_t nd;
+	const char *vol;
+	bool dangling;      /* E10: a key no read returns is handed on too (without meta) */
+	cn_ec_walk_fn fn;
+	void *ctx;
+} merge;
+
+static cn_err merged_walk(const merge *mg, const char *prefix, const char *after, bool slash_delim,
+                          size_t batch);
+
+/* One round: each drive's walk collects its batch after the cursor (a drive that fails
+ * collects none and stops taking part: the others answer for it); *total: the entries
+ * collected. CN_ERR_QUORUM when no drive answered. */
+static cn_err collect_round(const merge *mg, wbatch *b, const char *prefix, const char *cursor,
+                            bool slash_delim, size_t *total)
 {
+	size_t answered = 0;
+	*total = 0;
+	for (size_t i = 0; i < mg->nd; i++) {
+		wbatch_clear(&b[i]);
+		cn_drive *dr = D(mg->s, mg->drives[i]);
+		cn_err we = dr->ops->walk(dr, mg->vol, prefix, cursor, slash_delim, wcollect, &b[i]);
+		if (we == WALK_STOP || we == CN_OK)
+			answered++;
+		else if (we == CN_ERR_NOMEM)
+			return we;
+		else
+			b[i].limit = 0; /* this drive failed: the others answer for it */
+		*total += b[i].n;
+	}
+	return answered ? CN_OK : CN_ERR_QUORUM;
+}
+
+/* The round's bound: the smallest last key among full batches (NULL: none was full, the
+ * walk ends with this round). */
+static const went *round_bound(const wbatch *b, size_t nd)
+{
+	const went *bound = NULL;
+	for (size_t i = 0; i < nd; i++)
+		if (b[i].limit && b[i].n == b[i].limit) {
+			const went *l = &b[i].v[b[i].n - 1];
+			if (!bound || key_cmp(l->key, l->keylen, bound->key, bound->keylen) < 0)
+				bound = l;
+		}
+	return bound;
+}
+
+/* E6: an object seen on fewer walked drives than could hold a readable version
+ * (min(walked, K)) may be a partial commit (a crash below write quorum) or a stale
+ * leftover of a delete; walked drives that hold different versions of it (a partial
+ * commit over an older version) may not show the one reads pick. Either way it is listed
+ * only if a quorum read finds it, with the record that read chose, so a listing shows what
+ * a GET returns. A common prefix seen on too few walked drives is listed only if a key
+ * below it is. Hands on the entry the walked drives gave as w[0..same). */
+static cn_err hand_on(const merge *mg, const went *w, size_t same)
+{
+	size_t enough = mg->nd < (size_t)mg->s->k ? mg->nd : (size_t)mg->s->k;
+	bool agreed = same >= enough;
+	if (agreed && !w->is_prefix) {
+		uint64_t id = cn_ec__rec_identity(&w->m);
+		for (size_t x = 1; agreed && x < same; x++)
+			agreed = cn_ec__rec_identity(&w[x].m) == id;
+		/* E15: a commit of it in progress or cut short; the walked drives may
+		 * all hold the new version while reads pick the replaced one */
+		for (size_t x = 0; agreed && x < same; x++)
+			agreed = !w[x].has_prev;
+	}
+	if (agreed)
+		return mg->fn(mg->ctx, w->key, w->keylen, w->is_prefix, w->has_m ? &w->m : NULL);
+	cn_err e = CN_OK;
+	if (w->is_prefix) {
+		/* a folder with objects on too few walked drives (a put that died under
+		 * a new prefix): a common prefix only if a key below it is listed */
+		bool found = false;
+		merge sub = { mg->s, mg->drives, mg->nd, mg->vol, false, found_cb, &found };
+		cn_err pe = merged_walk(&sub, w->key, NULL, false, PREFIX_BATCH);
+		if (pe && pe != WALK_STOP)
+			e = pe;
+		else if (found)
+			e = mg->fn(mg->ctx, w->key, w->keylen, true, NULL);
+		return e;
+	}
+	cn_ec_meta qm;
+	cn_ec_meta_init(&qm);
+	cn_err qe = cn_ec__read_rec(mg->s, REC_CURRENT, mg->vol, w->key, NULL, true, &qm);
+	for (size_t x = 0; x < same; x++)
+		qm.prev_seen |= w[x].has_prev;
+	if (qe == CN_OK)
+		e = mg->fn(mg->ctx, w->key, w->keylen, false, &qm);
+	else if (qe == CN_ERR_NOMEM)
+		e = qe;
+	else if (mg->dangling) /* E10: no read returns it; heal looks closer */
+		e = mg->fn(mg->ctx, w->key, w->keylen, false, NULL);
+	cn_ec_meta_fini(&qm);
+	return e;
+}
+
+/* batch: entries per drive per round (WALK_BATCH; a prefix check asks few). */
+static cn_err merged_walk(const merge *mg, const char *prefix, const char *after, bool slash_delim,
+                          size_t batch)
+{
+	size_t nd = mg->nd;
 	wbatch b[CN_EC_MAX_DRIVES];
 	memset(b, 0, sizeof b);
 	went *all = NULL;
@@ -150,37 +251,14 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 	cn_err e = after && !cursor ? CN_ERR_NOMEM : CN_OK;
 	for (size_t i = 0; i < nd; i++) {
 		b[i].limit = batch;
-		b[i].drive = drives[i];
-		b[i].vol = vol;
+		b[i].drive = mg->drives[i];
+		b[i].vol = mg->vol;
 	}
 	while (!e) {
-		size_t total = 0, answered = 0;
-		for (size_t i = 0; i < nd && !e; i++) {
-			wbatch_clear(&b[i]);
-			cn_drive *dr = D(s, drives[i]);
-			cn_err we = dr->ops->walk(dr, vol, prefix, cursor, slash_delim, wcollect, &b[i]);
-			if (we == WALK_STOP || we == CN_OK)
-				answered++;
-			else if (we == CN_ERR_NOMEM)
-				e = we;
-			else
-				b[i].limit = 0; /* this drive failed: the others answer for it */
-			total += b[i].n;
-		}
-		if (e)
+		size_t total;
+		if ((e = collect_round(mg, b, prefix, cursor, slash_delim, &total)))
 			break;
-		if (!answered) {
-			e = CN_ERR_QUORUM;
-			break;
-		}
-		/* the bound: the smallest last key among full batches */
-		const went *bound = NULL;
-		for (size_t i = 0; i < nd; i++)
-			if (b[i].limit && b[i].n == b[i].limit) {
-				const went *l = &b[i].v[b[i].n - 1];
-				if (!bound || key_cmp(l->key, l->keylen, bound->key, bound->keylen) < 0)
-					bound = l;
-			}
+		const went *bound = round_bound(b, nd);
 		if (total > cap) {
 			went *na = realloc(all, total * sizeof *na);
 			if (!na) {
@@ -196,14 +274,7 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 				all[k++] = b[i].v[j]; /* shallow: b owns */
 		if (k > 1)
 			qsort(all, k, sizeof *all, went_cmp);
-		/* E6: an object seen on fewer walked drives than could hold a readable version
-		 * (min(walked, K)) may be a partial commit (a crash below write quorum) or a
-		 * stale leftover of a delete; walked drives that hold different versions of it
-		 * (a partial commit over an older version) may not show the one reads pick.
-		 * Either way it is listed only if a quorum read finds it, with the record that
-		 * read chose, so a listing shows what a GET returns. A common prefix seen on
-		 * too few walked drives is listed only if a key below it is. */
-		size_t enough = nd < (size_t)s->k ? nd : (size_t)s->k;
+		/* everything up to the bound, each entry once with the drives that gave it */
 		for (size_t j = 0; j < k && !e;) {
 			const went *w = &all[j];
 			if (bound && key_cmp(w->key, w->keylen, bound->key, bound->keylen) > 0)
@@ -213,44 +284,7 @@ static cn_err merged_walk(cn_ec_set *s, const size_t *drives, size_t nd, const c
 			       all[j + same].is_prefix == w->is_prefix && !memcmp(all[j + same].key, w->key, w->keylen))
 				same++;
 			j += same;
-			bool agreed = same >= enough;
-			if (agreed && !w->is_prefix) {
-				uint64_t id = cn_ec__rec_identity(&w->m);
-				for (size_t x = j - same + 1; agreed && x < j; x++)
-					agreed = cn_ec__rec_identity(&all[x].m) == id;
-				/* E15: a commit of it in progress or cut short; the walked drives may
-				 * all hold the new version while reads pick the replaced one */
-				for (size_t x = j - same; agreed && x < j; x++)
-					agreed = !all[x].has_prev;
-			}
-			if (agreed) {
-				e = fn(ctx, w->key, w->keylen, w->is_prefix, w->has_m ? &w->m : NULL);
-				continue;
-			}
-			if (w->is_prefix) {
-				/* a folder with objects on too few walked drives (a put that died under
-				 * a new prefix): a common prefix only if a key below it is listed */
-				bool found = false;
-				cn_err pe = merged_walk(s, drives, nd, vol, w->key, NULL, false, false, PREFIX_BATCH,
-				                        found_cb, &found);
-				if (pe && pe != WALK_STOP)
-					e = pe;
-				else if (found)
-					e = fn(ctx, w->key, w->keylen, true, NULL);
-				continue;
-			}
-			cn_ec_meta qm;
-			cn_ec_meta_init(&qm);
-			cn_err qe = cn_ec__read_rec(s, REC_CURRENT, vol, w->key, NULL, true, &qm);
-			for (size_t x = j - same; x < j; x++)
-				qm.prev_seen |= all[x].has_prev;
-			if (qe == CN_OK)
-				e = fn(ctx, w->key, w->keylen, false, &qm);
-			else if (qe == CN_ERR_NOMEM)
-				e = qe;
-			else if (dangling) /* E10: no read returns it; heal looks closer */
-				e = fn(ctx, w->key, w->keylen, false, NULL);
-			cn_ec_meta_fini(&qm);
+			e = hand_on(mg, w, same);
 		}
 		if (e || !bound)
 			break;
@@ -292,7 +326,8 @@ cn_err cn_ec_walk(cn_ec_set *s, const char *vol, const char *prefix, const char 
 	}
 	if (nd == 1)
 		return D(s, drives[0])->ops->walk(D(s, drives[0]), vol, prefix, after, slash_delim, walk_cb, &w);
-	return merged_walk(s, drives, nd, vol, prefix, after, slash_delim, false, WALK_BATCH, fn, ctx);
+	merge mg = { s, drives, nd, vol, false, fn, ctx };
+	return merged_walk(&mg, prefix, after, slash_delim, WALK_BATCH);
 }
 
 cn_err cn_ec_walk_all(cn_ec_set *s, const char *vol, const char *prefix, const char *after,
@@ -306,5 +341,6 @@ cn_err cn_ec_walk_all(cn_ec_set *s, const char *vol, const char *prefix, const c
 		cn_err e = cn_ec_stat_vol(s, vol, NULL);
 		return e ? e : CN_ERR_QUORUM;
 	}
-	return merged_walk(s, drives, nd, vol, prefix, after, false, coded(s), WALK_BATCH, fn, ctx);
+	merge mg = { s, drives, nd, vol, coded(s), fn, ctx };
+	return merged_walk(&mg, prefix, after, false, WALK_BATCH);
 }
