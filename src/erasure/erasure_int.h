@@ -235,7 +235,8 @@ bool cn_ec__read_shard(cn_ec_reader *r, size_t p, size_t b, size_t d, size_t sl,
                        unsigned char *out, unsigned char **at);
 cn_err cn_ec__load_block(cn_ec_reader *r, size_t p, size_t b);
 
-/* versions.c: name lists */
+/* versions.c: name lists (sorted with cn_ec__name_cmp, a qsort comparator of char *) */
+int cn_ec__name_cmp(const void *a, const void *b);
 bool cn_ec__names_add(char ***v, size_t *n, size_t *cap, const char *name, bool unique);
 cn_err cn_ec__union_names(cn_ec_set *s, bool uploads, bool every, const char *vol,
                           const char *name, char ***out, size_t *n);

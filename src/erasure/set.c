@@ -19,8 +19,8 @@
  *               E13, E15, E16
  *  read.c       the reader (GET): plain files, coded blocks verified and rebuilt: E3, E4
  *  heal.c       rebuilding a version's missing or damaged shards and records
- *  versions.c   noncurrent versions, previous records, metadata rewrites, name lists,
- *               orphaned data and dangling versions: E8, E10
+ *  versions.c   noncurrent versions, previous records, metadata rewrites, name lists: E8
+ *  dangling.c   orphaned data folders and versions no read can return: E10
  *  multipart.c  multipart uploads' records and their commit
  *  walk.c       listings: one drive's walk, or several merged: E5, E6 */
 #include "erasure/codec.h"

@@ -150,7 +150,7 @@ static void remove_orphans(cn_obj_store *s, cn_ec_set *set, const char *bucket, 
 	cn_drive_free_names(ids, n);
 }
 
-/* H7: a version no read can return (E10 in erasure/versions.c: deleted or replaced while the drives
+/* H7: a version no read can return (E10 in erasure/dangling.c: deleted or replaced while the drives
  * holding it were away, or a write that failed below quorum) is removed from the drives
  * that hold it, under its key's lock. */
 static void purge_dangling(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
