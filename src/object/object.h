@@ -1,8 +1,9 @@
-/* object: buckets, objects and listing — the storage API the s3 layer calls. It validates
- * names and keys, picks the erasure set for a key (one set of one drive today; many sets
- * and pools with issue 3), computes the ETag (MD5) while streaming, and commits each write
- * atomically and durably through the erasure layer (which talks to drives only through the
- * drive API, src/drive/drive.h).
+/* object: buckets, objects and listing — the storage API the s3 layer calls. The store is
+ * the deployment: pools of erasure sets over drive folders (one folder is one pool of one
+ * set of one drive), each drive formatted into its slot. The object layer validates names
+ * and keys, places each key in one set, computes the ETag (MD5) while streaming, and
+ * commits each write atomically and durably through the erasure layer (which talks to
+ * drives only through the drive API, src/drive/drive.h).
  *
  * Contract (DESIGN.md §4):
  *  1. A successful cn_obj_put has made data, metadata and directory entries durable on
@@ -205,8 +206,8 @@ cn_err cn_obj_list(cn_obj_store *s, const char *bucket, const char *prefix, cons
  * SUSPENDED (and enabled again). In ENABLED, every put, completion and copy creates a new
  * version with a fresh id and a delete without version id adds a delete marker; in
  * SUSPENDED, writes create (replacing) the "null" version and a delete adds a "null"
- * delete marker; in OFF, writes replace the object and deletes remove it (as before
- * versioning). Earlier versions stay readable by id. Version ids are 32 lowercase hex
+ * delete marker; in OFF, writes replace the object and deletes remove it (no older
+ * version is kept). Earlier versions stay readable by id. Version ids are 32 lowercase hex
  * chars (time-ordered) or "null". The functions without a version id (cn_obj_put,
  * cn_obj_stat, cn_obj_open, cn_obj_delete, cn_obj_upload_complete) follow these rules;
  * cn_obj_stat/cn_obj_open of a key whose latest version is a delete marker give
