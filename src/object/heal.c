@@ -67,7 +67,7 @@ typedef struct cn_obj_healer {
 	cn_obj_heal_totals scan;
 } cn_obj_healer;
 
-/* The set holding bucket/key (object.c's routing). */
+/* The set holding bucket/key (place.c). */
 static cn_ec_set *set_of(cn_obj_store *s, const char *bucket, const char *key)
 {
 	return cn_obj__key_set(s, bucket, key);

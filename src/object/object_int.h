@@ -1,7 +1,10 @@
 /* object_int.h: private to the object module — the store's state (pools of erasure sets)
- * and the helpers shared by object.c (store, format, routing, buckets, put/get/delete,
- * listing), multipart.c (uploads, metadata updates, bucket configuration), versions.c and
- * heal.c. The commit invariants C1-C5 of object.c hold for all of them. */
+ * and what its files share: store.c (open, close, barrier), format.c (drive format
+ * records), monitor.c (drives that come back), place.c (which set holds a key), names.c
+ * (bucket and key rules), bucket.c (buckets and bucket-wide system files), commit.c (key
+ * locks, previous records, readers' pins), object.c (put, get, delete), list.c (listing),
+ * multipart.c (uploads, metadata updates, bucket configuration), versions.c and heal.c.
+ * The commit invariants C1-C5 (object.c) and C6-C7 (commit.c) hold for all of them. */
 #ifndef CN_OBJECT_INT_H
 #define CN_OBJECT_INT_H
 
@@ -13,8 +16,9 @@
 #define OBJ_IO_BUF (1u << 20)
 #define OBJ_KEY_LOCKS 256
 #define OBJ_PIN_STRIPES 64
+#define OBJ_MAX_POOLS 64
 
-/* --- open readers and removed data (object.c, C6) ---------------------------------------
+/* --- open readers and removed data (commit.c, C6) ---------------------------------------
  * A version's data folder (shard files are opened lazily, part by part) is removed after an
  * overwrite, a delete or a version delete only once no reader that may still read it is
  * open. A reader pins its key before it reads the record and unpins when it closes;
@@ -71,7 +75,7 @@ struct cn_obj_store {
 	bool heal_at_start;
 	/* background removal of stale multipart uploads (multipart.c) */
 	cn_periodic janitor;
-	/* drive monitor (object.c): drives removed, wiped or replaced and back are formatted
+	/* drive monitor (monitor.c): drives removed, wiped or replaced and back are formatted
 	 * into their slot; mon_suspended[at]: the slot's drive holds a foreign format and is
 	 * suspended (cn_ec_set_suspend) until another folder is at its path */
 	cn_periodic monitor;
@@ -80,7 +84,7 @@ struct cn_obj_store {
 	uint64_t *mon_outages; /* its drive's outage count at the last check (cn_drive_info) */
 };
 
-/* --- routing (object.c): which erasure set holds a key ---------------------------------
+/* --- routing (place.c): which erasure set holds a key ----------------------------------
  * A key's set in a pool is SipHash-2-4 of the key keyed by the deployment id, mod the
  * pool's set count (MinIO's placement, DESIGN.md §9). With one pool there is no I/O. */
 /* SipHash-2-4 of p[0..len) under the 16-byte key (64-bit result). */
@@ -94,8 +98,11 @@ cn_ec_set *cn_obj__key_set(cn_obj_store *s, const char *bucket, const char *key)
  * chosen at random weighted by the free space of the key's set in each pool (MinIO).
  * Errors: a pool that cannot tell whether it holds the key (CN_ERR_QUORUM ...). */
 cn_err cn_obj__put_set(cn_obj_store *s, const char *bucket, const char *key, cn_ec_set **out);
-/* The barrier of one set (C3) / of every set; CN_OK at once when not durable. */
-cn_err cn_obj__barrier_set(cn_obj_store *s, cn_ec_set *set);
+/* The barrier of one set (C3); CN_OK at once when not durable. */
+static inline cn_err cn_obj__barrier_set(cn_obj_store *s, cn_ec_set *set)
+{
+	return s->cfg.durable ? cn_ec_sync(set) : CN_OK;
+}
 /* Bucket-wide system files (bucket config): read from the first set whose drives give an
  * answer (CN_ERR_NOT_FOUND only when more drives than the set's parity say so, so a
  * wiped drive never hides a document); written / removed on every set. */
@@ -107,8 +114,30 @@ cn_err cn_obj__stat_bucket(cn_obj_store *s, const char *bucket);
 
 /* Per-thread I/O buffer of OBJ_IO_BUF bytes: slot 0 for bodies being written, 1 for reads. */
 unsigned char *cn_obj__tls_buf(int slot);
+/* FNV-1a of bucket "/" key: the stripe of its key lock, previous records and pins. */
+static inline uint64_t cn_obj__key_hash(const char *bucket, const char *key)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (const char *p = bucket; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h = (h ^ '/') * 1099511628211ull;
+	for (const char *p = key; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return h;
+}
 /* The striped lock of bucket/key (C2). */
-pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket, const char *key);
+static inline pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket,
+                                                const char *key)
+{
+	return &s->key_locks[cn_obj__key_hash(bucket, key) % OBJ_KEY_LOCKS];
+}
+/* commit.c: the key locks (error-checking mutexes) and the pin stripes, made at open and
+ * destroyed at close. */
+void cn_obj__key_locks_init(cn_obj_store *s);
+void cn_obj__key_locks_fini(cn_obj_store *s);
+/* set.c E13 (cn_ec_set_split_wait, ctx: the store): waits, at most 100 ms, for a commit of
+ * vol/key in progress; false when it timed out. */
+bool cn_obj__split_wait(void *ctx, const char *vol, const char *key);
 /* Bucket heal (erasure.h E9): every bucket a set lists (at least K of its drives hold
  * it) is made on the set's drives that lack it — a drive that was offline when the
  * bucket was made, so that writes and heal reach it. At start, when a drive comes back
@@ -160,6 +189,51 @@ void cn_obj__unpin(cn_obj_store *s, cn_obj__pin *p);
 void cn_obj__drop_data(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
                        const char *data_id);
 
+/* --- store, format and drive monitor (store.c, format.c, monitor.c) -------------------
+ * Drives are numbered over the whole store, pool after pool, set after set, slot after
+ * slot ("at"): the index of open_err and of the monitor's arrays. */
+static inline size_t cn_obj__total_drives(const cn_obj_store *s)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < s->nsets; i++)
+		total += cn_ec_set_ndrives(s->sets[i]);
+	return total;
+}
+/* format.c: reads, checks and writes the format record of every drive (open_err[at]: the
+ * drive could not be opened), refusing drives that belong elsewhere; then checks that
+ * every set has quorum (CN_ERR_QUORUM or the reason a drive was refused). A drive
+ * formatted into an existing deployment gets the buckets and sets s->heal_at_start. */
+cn_err cn_obj__format_all(cn_obj_store *s, const cn_err *open_err);
+/* format.c: drive d of set's format record, read into b (CN_ERR_NOT_FOUND: none). */
+cn_err cn_obj__format_read(cn_ec_set *set, size_t d, cn_buf *b);
+/* format.c: writes the format record of slot (pool, idx, slot). */
+cn_err cn_obj__format_write(cn_obj_store *s, cn_ec_set *set, size_t pool, size_t idx,
+                            size_t slot);
+/* format.c: slot (p, k, d)'s format record, read into b (unless !read: b holds it) and
+ * checked: CN_ERR_INVALID when it names another slot or deployment; read errors. */
+cn_err cn_obj__format_check(cn_obj_store *s, cn_ec_set *set, size_t p, size_t k, size_t d,
+                            cn_buf *b, bool read);
+/* format.c: whether empty drive d of set looks like the mount point of a disk that is not
+ * mounted (formatting it would put the slot's data on the parent filesystem). */
+bool cn_obj__looks_unmounted(cn_ec_set *set, size_t d);
+/* format.c: logs that drive d (slot at) is such a mount point and suspends it
+ * (cn_obj__suspend_slot). */
+void cn_obj__suspend_unmounted(cn_obj_store *s, cn_ec_set *set, size_t p, size_t k, size_t d,
+                               size_t at);
+/* monitor.c: suspends slot at (set, d) for the drive monitor to look at again
+ * (mon_suspended), or, without a monitor, refuses it for good. */
+void cn_obj__suspend_slot(cn_obj_store *s, cn_ec_set *set, size_t d, size_t at);
+/* monitor.c: the monitor's state, made before cn_obj__format_all (which may suspend a
+ * slot): none when the monitor is off or every set has one drive. start: checks every
+ * drive_check_ms from then on; stop: joins the check in progress and frees the state. */
+void cn_obj__monitor_alloc(cn_obj_store *s);
+void cn_obj__monitor_start(cn_obj_store *s);
+void cn_obj__monitor_stop(cn_obj_store *s);
+/* bucket.c: the buckets onto the drives formatted into an existing deployment (is_new[at]):
+ * their folders on every set and their system files copied from another drive. Callers
+ * hold ns_lock exclusively (C5) or run before requests are served. */
+void cn_obj__restore_buckets(cn_obj_store *s, const bool *is_new);
+
 /* heal.c: the background healer (queue + scanner threads), started and stopped with the
  * store; enqueue copies the reader's object name (never blocks: a full queue drops it, the
  * scanner finds it later). */
@@ -173,7 +247,7 @@ void cn_obj__heal_scan_now(cn_obj_store *s);
  * healer was told to stop (cn_obj_store_close). Both 0/false without a healer. */
 void cn_obj__heal_queue_state(cn_obj_store *s, size_t *waiting, bool *stopping);
 
-/* C7 (object.c): a commit's previous records, from cn_obj__prev_keep to cn_obj__prev_drop:
+/* C7 (commit.c): a commit's previous records, from cn_obj__prev_keep to cn_obj__prev_drop:
  * the caller's storage, on its key lock's list meanwhile. */
 typedef struct cn_obj__prevk {
 	struct cn_obj__prevk *next;

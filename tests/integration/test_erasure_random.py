@@ -454,7 +454,7 @@ def test_random_operations_with_faults(need_multi_drive, drive_server, root, n, 
 
 
 def siphash24(key16, data):
-    """SipHash-2-4 (64-bit) of data under a 16-byte key: the placement hash of object.c."""
+    """SipHash-2-4 (64-bit) of data under a 16-byte key: the placement hash of src/object/place.c."""
     mask = (1 << 64) - 1
 
     def rotl(x, b):

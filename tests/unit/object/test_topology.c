@@ -1,5 +1,5 @@
 /* Unit tests of the object layer's deployment topology (object.h cn_obj_store_open_topology,
- * object.c routing): SipHash-2-4 against the reference vectors, keys spread evenly over the
+ * place.c): SipHash-2-4 against the reference vectors, keys spread evenly over the
  * sets and each key in exactly one drive (also across pools and reopening), listings and
  * version listings merged across sets against a brute-force model, buckets on every set,
  * and the per-drive format: a wiped drive re-formatted into its slot, a drive of another
