@@ -212,101 +212,108 @@ void cn_obj__suspend_unmounted(cn_obj_store *s, cn_ec_set *set, size_t p, size_t
 	cn_obj__suspend_slot(s, set, d, at);
 }
 
-cn_err cn_obj__format_all(cn_obj_store *s, const cn_err *open_err)
+/* What the format steps know of each drive, by its number over the store ("at"). */
+typedef struct fmt_scan {
+	size_t total;
+	fmt *f;               /* its record, when F_OK */
+	unsigned char *state; /* F_OFFLINE (held offline), F_NONE (no record), F_OK, F_BAD
+	                         (refused or suspended) */
+	cn_err *why_err;      /* why it is not usable: the answer when its set lacks quorum */
+	bool *is_new;         /* formatted into its slot by this open */
+	size_t formatted;     /* drives that held a valid record */
+	size_t written;       /* records written by this open */
+	bool fresh;           /* no drive held one: a new deployment */
+} fmt_scan;
+
+/* Step 1: drive d of set (number at) read and parsed; an unreadable record refuses it. */
+static void read_format(fmt_scan *sc, cn_ec_set *set, size_t d, size_t at, cn_err open_err)
 {
-	size_t total = cn_obj__total_drives(s);
-	fmt *f = calloc(total, sizeof *f);
-	unsigned char *state = calloc(total, 1);
-	cn_err *why_err = calloc(total, sizeof *why_err);
-	bool *is_new = calloc(total, sizeof *is_new);
-	cn_err e = CN_OK;
-	if (!f || !state || !why_err || !is_new) {
-		e = CN_ERR_NOMEM;
-		goto out;
+	sc->why_err[at] = open_err;
+	if (open_err || !cn_ec_set_endpoint(set, d)) { /* held offline */
+		sc->state[at] = F_OFFLINE;
+		return;
 	}
-	/* 1. read */
-	size_t at = 0, formatted = 0;
-	for (size_t i = 0; i < s->nsets; i++) {
-		for (size_t d = 0; d < cn_ec_set_ndrives(s->sets[i]); d++, at++) {
-			why_err[at] = open_err[at];
-			if (open_err[at] || !cn_ec_set_endpoint(s->sets[i], d)) { /* held offline */
-				state[at] = F_OFFLINE;
-				continue;
-			}
-			cn_buf b;
-			cn_buf_init(&b);
-			cn_err re = cn_obj__format_read(s->sets[i], d, &b);
-			if (re == CN_ERR_NOT_FOUND) {
-				state[at] = F_NONE;
-			} else if (re == CN_OK && format_parse(&b, &f[at]) == CN_OK) {
-				state[at] = F_OK;
-				formatted++;
-			} else {
-				state[at] = F_BAD;
-				why_err[at] = re == CN_OK || re == CN_ERR_TOO_LARGE ? CN_ERR_CORRUPT : re;
-				const char *why = re == CN_OK || re == CN_ERR_TOO_LARGE
-				                          ? "unreadable or of an unknown version"
-				                          : "not readable";
-				if (re == CN_OK && f[at].version == 1)
-					why = "of version 1, written by an earlier cairn whose key layout this "
-					      "one does not read (docs/FORMAT.md)";
-				cn_log(CN_LOG_ERROR, NULL, "object: drive %s refused: its format record is "
-				       "%s (%s)", cn_ec_set_endpoint(s->sets[i], d), why, cn_err_str(why_err[at]));
-				cn_ec_set_refuse(s->sets[i], d);
-			}
-			cn_buf_fini(&b);
-		}
+	cn_buf b;
+	cn_buf_init(&b);
+	cn_err re = cn_obj__format_read(set, d, &b);
+	if (re == CN_ERR_NOT_FOUND) {
+		sc->state[at] = F_NONE;
+	} else if (re == CN_OK && format_parse(&b, &sc->f[at]) == CN_OK) {
+		sc->state[at] = F_OK;
+		sc->formatted++;
+	} else {
+		sc->state[at] = F_BAD;
+		sc->why_err[at] = re == CN_OK || re == CN_ERR_TOO_LARGE ? CN_ERR_CORRUPT : re;
+		const char *why = re == CN_OK || re == CN_ERR_TOO_LARGE
+		                          ? "unreadable or of an unknown version"
+		                          : "not readable";
+		if (re == CN_OK && sc->f[at].version == 1)
+			why = "of version 1, written by an earlier cairn whose key layout this "
+			      "one does not read (docs/FORMAT.md)";
+		cn_log(CN_LOG_ERROR, NULL, "object: drive %s refused: its format record is "
+		       "%s (%s)", cn_ec_set_endpoint(set, d), why, cn_err_str(sc->why_err[at]));
+		cn_ec_set_refuse(set, d);
 	}
-	/* 2. the deployment: the id most formatted drives carry (a new one when none is) */
-	bool fresh = formatted == 0;
-	if (fresh) {
+	cn_buf_fini(&b);
+}
+
+/* Step 2: the deployment is the id most formatted drives carry (a new one when none is). */
+static void choose_deployment(cn_obj_store *s, fmt_scan *sc)
+{
+	sc->fresh = sc->formatted == 0;
+	if (sc->fresh) {
 		cn_drive_random_id(s->deployment);
 	} else {
 		size_t best = 0;
-		for (size_t a = 0; a < total; a++) {
-			if (state[a] != F_OK)
+		for (size_t a = 0; a < sc->total; a++) {
+			if (sc->state[a] != F_OK)
 				continue;
 			size_t votes = 0;
-			for (size_t b2 = 0; b2 < total; b2++)
-				votes += state[b2] == F_OK && !strcmp(f[a].dep, f[b2].dep);
+			for (size_t b2 = 0; b2 < sc->total; b2++)
+				votes += sc->state[b2] == F_OK && !strcmp(sc->f[a].dep, sc->f[b2].dep);
 			if (votes > best) {
 				best = votes;
-				memcpy(s->deployment, f[a].dep, 33);
+				memcpy(s->deployment, sc->f[a].dep, 33);
 			}
 		}
 	}
 	CN_ASSERT(cn_hex_decode((cn_str){ s->deployment, 32 }, s->dep_key, 16) == CN_OK);
-	/* 3. check the formatted drives, format the empty ones */
-	at = 0;
-	size_t written = 0;
+}
+
+/* Step 3: the formatted drives checked against their slots (refused when they belong
+ * elsewhere), the empty ones formatted (suspended when they look unmounted). */
+static void check_and_format(cn_obj_store *s, fmt_scan *sc)
+{
+	size_t at = 0;
 	for (size_t p = 0, i = 0; p < s->npools; p++) {
 		for (size_t k = 0; k < s->pools[p].nsets; k++, i++) {
 			cn_ec_set *set = s->sets[i];
 			for (size_t d = 0; d < cn_ec_set_ndrives(set); d++, at++) {
 				char why[700];
 				const char *ep = cn_ec_set_endpoint(set, d);
-				if (state[at] == F_OK && format_mismatch(s, &f[at], p, k, d, why, sizeof why)) {
+				if (sc->state[at] == F_OK &&
+				    format_mismatch(s, &sc->f[at], p, k, d, why, sizeof why)) {
 					cn_log(CN_LOG_ERROR, NULL, "object: drive %s refused for pool %zu set %zu slot "
 					       "%zu: %s", ep, p, k, d, why);
-					why_err[at] = CN_ERR_INVALID;
-					state[at] = F_BAD;
+					sc->why_err[at] = CN_ERR_INVALID;
+					sc->state[at] = F_BAD;
 					cn_ec_set_refuse(set, d);
-				} else if (state[at] == F_NONE && cn_obj__looks_unmounted(set, d)) {
+				} else if (sc->state[at] == F_NONE && cn_obj__looks_unmounted(set, d)) {
 					cn_obj__suspend_unmounted(s, set, p, k, d, at);
-					why_err[at] = CN_ERR_OFFLINE;
-					state[at] = F_BAD;
-				} else if (state[at] == F_NONE) {
+					sc->why_err[at] = CN_ERR_OFFLINE;
+					sc->state[at] = F_BAD;
+				} else if (sc->state[at] == F_NONE) {
 					cn_err we = cn_obj__format_write(s, set, p, k, d);
 					if (we) {
 						cn_log(CN_LOG_ERROR, NULL, "object: drive %s: cannot write its format "
 						       "record (%s): offline", ep, cn_err_str(we));
-						why_err[at] = we;
-						state[at] = F_BAD;
+						sc->why_err[at] = we;
+						sc->state[at] = F_BAD;
 						cn_ec_set_refuse(set, d);
 						continue;
 					}
-					written++;
-					if (!fresh) {
+					sc->written++;
+					if (!sc->fresh) {
 						cn_log(CN_LOG_WARN, NULL, "drive %s was empty: formatted into pool %zu set "
 						       "%zu slot %zu (it will be healed)", ep, p, k, d);
 						s->heal_at_start = true;
@@ -315,15 +322,21 @@ cn_err cn_obj__format_all(cn_obj_store *s, const cn_err *open_err)
 			}
 		}
 	}
-	/* 4. what was just written must read back as its own slot: the same folder given twice
-	 * (under two names) would otherwise hold one slot's record and serve two */
-	at = 0;
-	for (size_t p = 0, i = 0; p < s->npools && written; p++) {
+}
+
+/* Step 4: what was just written must read back as its own slot: the same folder given
+ * twice (under two names) would otherwise hold one slot's record and serve two. */
+static void verify_written(cn_obj_store *s, fmt_scan *sc)
+{
+	if (!sc->written)
+		return;
+	size_t at = 0;
+	for (size_t p = 0, i = 0; p < s->npools; p++) {
 		for (size_t k = 0; k < s->pools[p].nsets; k++, i++) {
 			cn_ec_set *set = s->sets[i];
 			bool synced = false;
 			for (size_t d = 0; d < cn_ec_set_ndrives(set); d++, at++) {
-				if (state[at] != F_NONE)
+				if (sc->state[at] != F_NONE)
 					continue;
 				if (!synced && s->cfg.durable) {
 					cn_ec_sync(set);
@@ -336,24 +349,26 @@ cn_err cn_obj__format_all(cn_obj_store *s, const cn_err *open_err)
 					cn_log(CN_LOG_ERROR, NULL, "object: drive %s refused for pool %zu set %zu slot "
 					       "%zu: its new format record does not read back as this slot (is the "
 					       "same drive given twice?)", cn_ec_set_endpoint(set, d), p, k, d);
-					why_err[at] = CN_ERR_INVALID;
-					state[at] = F_BAD;
+					sc->why_err[at] = CN_ERR_INVALID;
+					sc->state[at] = F_BAD;
 					cn_ec_set_refuse(set, d);
 				} else {
-					state[at] = F_OK; /* formatted now */
-					is_new[at] = true;
-					f[at] = g;
+					sc->state[at] = F_OK; /* formatted now */
+					sc->is_new[at] = true;
+					sc->f[at] = g;
 				}
 				cn_buf_fini(&b);
 			}
 		}
 	}
-	if (fresh && written)
-		cn_log(CN_LOG_INFO, NULL, "object: new deployment %s: formatted %zu drive(s)", s->deployment,
-		       written);
-	/* 5. quorum: a fresh deployment needs write quorum in every set, an existing one read
-	 * quorum; below it, the reason a drive was refused is the answer */
-	at = 0;
+}
+
+/* Step 5: quorum. A fresh deployment needs write quorum in every set, an existing one read
+ * quorum; below it, the reason a drive was refused is the answer. */
+static cn_err check_quorum(cn_obj_store *s, const fmt_scan *sc)
+{
+	cn_err e = CN_OK;
+	size_t at = 0;
 	for (size_t p = 0, i = 0; p < s->npools && !e; p++) {
 		for (size_t k = 0; k < s->pools[p].nsets && !e; k++, i++) {
 			cn_ec_set *set = s->sets[i];
@@ -362,11 +377,11 @@ cn_err cn_obj__format_all(cn_obj_store *s, const cn_err *open_err)
 			cn_ec_set_parity(set, &par, &rrs);
 			cn_err first = CN_OK;
 			for (size_t d = 0; d < n; d++, at++) {
-				ok += cn_ec_set_endpoint(set, d) != NULL && state[at] != F_BAD; /* refused or suspended */
-				if (!first && why_err[at])
-					first = why_err[at];
+				ok += cn_ec_set_endpoint(set, d) != NULL && sc->state[at] != F_BAD; /* refused or suspended */
+				if (!first && sc->why_err[at])
+					first = sc->why_err[at];
 			}
-			size_t need = fresh ? write_quorum_of(n, par) : n - par;
+			size_t need = sc->fresh ? write_quorum_of(n, par) : n - par;
 			if (ok < need) {
 				cn_log(CN_LOG_ERROR, NULL, "object: pool %zu set %zu: %zu of %zu drive(s) usable, "
 				       "%zu needed: cannot serve", p, k, ok, n, need);
@@ -374,12 +389,37 @@ cn_err cn_obj__format_all(cn_obj_store *s, const cn_err *open_err)
 			}
 		}
 	}
-	if (!e && !fresh && written)
-		cn_obj__restore_buckets(s, is_new);
+	return e;
+}
+
+cn_err cn_obj__format_all(cn_obj_store *s, const cn_err *open_err)
+{
+	fmt_scan sc = { .total = cn_obj__total_drives(s) };
+	sc.f = calloc(sc.total, sizeof *sc.f);
+	sc.state = calloc(sc.total, 1);
+	sc.why_err = calloc(sc.total, sizeof *sc.why_err);
+	sc.is_new = calloc(sc.total, sizeof *sc.is_new);
+	cn_err e = CN_OK;
+	if (!sc.f || !sc.state || !sc.why_err || !sc.is_new) {
+		e = CN_ERR_NOMEM;
+		goto out;
+	}
+	for (size_t i = 0, at = 0; i < s->nsets; i++)
+		for (size_t d = 0; d < cn_ec_set_ndrives(s->sets[i]); d++, at++)
+			read_format(&sc, s->sets[i], d, at, open_err[at]);
+	choose_deployment(s, &sc);
+	check_and_format(s, &sc);
+	verify_written(s, &sc);
+	if (sc.fresh && sc.written)
+		cn_log(CN_LOG_INFO, NULL, "object: new deployment %s: formatted %zu drive(s)", s->deployment,
+		       sc.written);
+	e = check_quorum(s, &sc);
+	if (!e && !sc.fresh && sc.written)
+		cn_obj__restore_buckets(s, sc.is_new);
 out:
-	free(f);
-	free(state);
-	free(why_err);
-	free(is_new);
+	free(sc.f);
+	free(sc.state);
+	free(sc.why_err);
+	free(sc.is_new);
 	return e;
 }
