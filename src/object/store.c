@@ -95,15 +95,84 @@ static cn_err topology_check(const cn_obj_topology *t)
 	return CN_OK;
 }
 
-cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config *cfg,
-                                  cn_obj_store **out)
+/* Drive folder `path` of a set of set_size drives, opened into *dv: behind the health
+ * wrapper when the set has several (errors and stalls take it offline, drive.h). One that
+ * cannot be opened is, in such a set, an offline placeholder that the drive monitor takes
+ * in once a folder is at its path (*dv NULL otherwise). Returns why it cannot be opened. */
+static cn_err open_drive(const char *path, size_t set_size, const cn_obj_config *cfg,
+                         cn_drive **dv)
 {
-	cn_err e = topology_check(t);
-	if (e)
-		return e;
+	cn_drive *local = NULL;
+	cn_err e = cn_drive_local_open(path, cfg->durable, &local);
+	if (!e && set_size == 1) {
+		/* one drive: nothing to skip to, so no health gate (an odd file's
+		 * I/O error must not take the whole store offline) */
+		*dv = local;
+	} else if (!e) { /* errors and stalls take it offline (drive.h) */
+		cn_drive_health_cfg hc = { .stall_ms = cfg->drive_max_timeout_ms };
+		if ((e = cn_drive_health_wrap(local, &hc, dv)))
+			cn_drive_close(local);
+	}
+	if (e) {
+		*dv = NULL;
+		/* several drives: the slot holds the drive offline on a placeholder,
+		 * and the drive monitor takes it in once a folder is at its path */
+		cn_drive *absent = NULL, *wrapped = NULL;
+		cn_drive_health_cfg hc = { .stall_ms = cfg->drive_max_timeout_ms };
+		if (set_size > 1 && cn_drive_local_open_absent(path, cfg->durable, &absent) == CN_OK) {
+			if (cn_drive_health_wrap(absent, &hc, &wrapped) == CN_OK) {
+				cn_drive_health_set_offline(wrapped, "it cannot be opened");
+				*dv = wrapped;
+			} else {
+				cn_drive_close(absent);
+			}
+		}
+	}
+	return e;
+}
+
+/* Every pool's sets made over their drives, in order (open_err[at]: why drive `at` cannot
+ * be opened). Errors: cn_ec_set_new's (the sets made so far stay in s, for close). */
+static cn_err open_sets(cn_obj_store *s, const cn_obj_topology *t, const cn_obj_config *cfg,
+                        cn_err *open_err)
+{
+	cn_err e = CN_OK;
+	size_t at = 0;
+	for (size_t p = 0; p < t->npools && !e; p++) {
+		const cn_obj_pool_spec *ps = &t->pools[p];
+		s->pools[p].sets = s->sets + s->nsets;
+		s->pools[p].set_size = ps->set_size;
+		unsigned par = ps->set_size > 1 ? t->parity_standard : 0;
+		unsigned rrs = ps->set_size > 1 ? (t->parity_rrs ? t->parity_rrs : 1) : 0;
+		for (size_t k = 0; k < ps->nsets && !e; k++) {
+			cn_drive *dv[CN_EC_MAX_DRIVES] = { 0 };
+			for (size_t d = 0; d < ps->set_size; d++, at++) {
+				const char *path = ps->drives[k * ps->set_size + d];
+				open_err[at] = open_drive(path, ps->set_size, cfg, &dv[d]);
+				if (open_err[at])
+					cn_log(CN_LOG_ERROR, NULL, "object: drive %s (pool %zu set %zu slot %zu) cannot "
+					       "be opened (%s): offline%s", path, p, k, d, cn_err_str(open_err[at]),
+					       dv[d] ? "; looked at again every few seconds" : "");
+			}
+			e = cn_ec_set_new(dv, ps->set_size, par, rrs, &s->sets[s->nsets]);
+			if (e) {
+				for (size_t d = 0; d < ps->set_size; d++)
+					cn_drive_close(dv[d]);
+				break;
+			}
+			s->nsets++;
+			s->pools[p].nsets++;
+		}
+	}
+	return e;
+}
+
+/* A store without sets yet: the configuration with its defaults, the locks made. */
+static cn_obj_store *store_new(const cn_obj_config *cfg)
+{
 	cn_obj_store *s = calloc(1, sizeof *s);
 	if (!s)
-		return CN_ERR_NOMEM;
+		return NULL;
 	s->cfg = *cfg;
 	if (s->cfg.inline_max < 0)
 		s->cfg.inline_max = 128 * 1024;
@@ -112,6 +181,18 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 	pthread_rwlock_init(&s->ns_lock, NULL);
 	pthread_mutex_init(&s->vs_mu, NULL);
 	cn_obj__key_locks_init(s);
+	return s;
+}
+
+cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config *cfg,
+                                  cn_obj_store **out)
+{
+	cn_err e = topology_check(t);
+	if (e)
+		return e;
+	cn_obj_store *s = store_new(cfg);
+	if (!s)
+		return CN_ERR_NOMEM;
 	size_t nsets = 0, ndrives = 0;
 	for (size_t p = 0; p < t->npools; p++) {
 		nsets += t->pools[p].nsets;
@@ -126,57 +207,7 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 		return CN_ERR_NOMEM;
 	}
 	s->npools = t->npools;
-	size_t at = 0;
-	for (size_t p = 0; p < t->npools && !e; p++) {
-		const cn_obj_pool_spec *ps = &t->pools[p];
-		s->pools[p].sets = s->sets + s->nsets;
-		s->pools[p].set_size = ps->set_size;
-		unsigned par = ps->set_size > 1 ? t->parity_standard : 0;
-		unsigned rrs = ps->set_size > 1 ? (t->parity_rrs ? t->parity_rrs : 1) : 0;
-		for (size_t k = 0; k < ps->nsets && !e; k++) {
-			cn_drive *dv[CN_EC_MAX_DRIVES] = { 0 };
-			for (size_t d = 0; d < ps->set_size; d++, at++) {
-				const char *path = ps->drives[k * ps->set_size + d];
-				cn_drive *local = NULL;
-				open_err[at] = cn_drive_local_open(path, cfg->durable, &local);
-				if (!open_err[at] && ps->set_size == 1) {
-					/* one drive: nothing to skip to, so no health gate (an odd file's
-					 * I/O error must not take the whole store offline) */
-					dv[d] = local;
-				} else if (!open_err[at]) { /* errors and stalls take it offline (drive.h) */
-					cn_drive_health_cfg hc = { .stall_ms = cfg->drive_max_timeout_ms };
-					if ((open_err[at] = cn_drive_health_wrap(local, &hc, &dv[d])))
-						cn_drive_close(local);
-				}
-				if (open_err[at]) {
-					dv[d] = NULL;
-					/* several drives: the slot holds the drive offline on a placeholder,
-					 * and the drive monitor takes it in once a folder is at its path */
-					cn_drive *absent = NULL, *wrapped = NULL;
-					cn_drive_health_cfg hc = { .stall_ms = cfg->drive_max_timeout_ms };
-					if (ps->set_size > 1 && cn_drive_local_open_absent(path, cfg->durable, &absent) == CN_OK) {
-						if (cn_drive_health_wrap(absent, &hc, &wrapped) == CN_OK) {
-							cn_drive_health_set_offline(wrapped, "it cannot be opened");
-							dv[d] = wrapped;
-						} else {
-							cn_drive_close(absent);
-						}
-					}
-					cn_log(CN_LOG_ERROR, NULL, "object: drive %s (pool %zu set %zu slot %zu) cannot "
-					       "be opened (%s): offline%s", path, p, k, d, cn_err_str(open_err[at]),
-					       dv[d] ? "; looked at again every few seconds" : "");
-				}
-			}
-			e = cn_ec_set_new(dv, ps->set_size, par, rrs, &s->sets[s->nsets]);
-			if (e) {
-				for (size_t d = 0; d < ps->set_size; d++)
-					cn_drive_close(dv[d]);
-				break;
-			}
-			s->nsets++;
-			s->pools[p].nsets++;
-		}
-	}
+	e = open_sets(s, t, cfg, open_err);
 	size_t cache = record_cache_budget();
 	for (size_t i = 0; i < s->nsets && !e; i++) {
 		e = cn_ec_set_cache(s->sets[i], cache / s->nsets);
