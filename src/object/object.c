@@ -212,6 +212,59 @@ cn_err cn_obj__recv(cn_obj_store *s, cn_ec_set *set, const char *bucket, const c
 	return e;
 }
 
+/* The record's headers: the caller's then the seal's (add), borrowed into *all (free()
+ * it; the names and values stay theirs), and the storage class they name. */
+static cn_err put_meta(cn_ec_meta *m, const cn_put_opts *opts, const cn_kv *add, size_t nadd,
+                       cn_kv **all)
+{
+	size_t nall = opts->nmeta + nadd;
+	if (nall > CN_EC_MAX_META)
+		return CN_ERR_TOO_LARGE;
+	*all = calloc(nall ? nall : 1, sizeof **all);
+	if (!*all)
+		return CN_ERR_NOMEM;
+	if (opts->nmeta)
+		memcpy(*all, opts->meta, opts->nmeta * sizeof **all);
+	if (nadd)
+		memcpy(*all + opts->nmeta, add, nadd * sizeof **all);
+	m->meta = *all;
+	m->nmeta = nall;
+	snprintf(m->storage_class, sizeof m->storage_class, "STANDARD");
+	for (size_t i = 0; i < nall; i++)
+		if (!strcmp(m->meta[i].name, "x-amz-storage-class") &&
+		    strlen(m->meta[i].value) < sizeof m->storage_class)
+			cn_strlcpy(m->storage_class, m->meta[i].value, sizeof m->storage_class);
+	return CN_OK;
+}
+
+/* Commits m (its inline data, or w's) as the new version of bucket/key under the bucket's
+ * versioning state (C5, C2), makes it durable (C3), then lets what it replaced go (C4). */
+static cn_err put_commit(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
+                         cn_ec_writer *w, cn_ec_meta *m)
+{
+	cn_versioning v;
+	cn_err e = cn_obj__versioning(s, bucket, &v);
+	if (e)
+		return e;
+	cn_obj__vcommit vc;
+	pthread_rwlock_rdlock(&s->ns_lock); /* C5 */
+	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
+	pthread_mutex_lock(kl); /* C2 */
+	e = cn_obj__vprep(s, set, bucket, key, v, m, &vc);
+	if (!e && m->has_inline)
+		e = cn_ec_commit_inline(set, bucket, key, m);
+	else if (!e)
+		e = cn_ec_writer_commit(w, bucket, key, m);
+	if (!e)
+		cn_obj__vpost(s, bucket, key, &vc);
+	pthread_mutex_unlock(kl);
+	pthread_rwlock_unlock(&s->ns_lock);
+	if (!e)
+		e = cn_obj__barrier_set(s, set); /* C3 */
+	cn_obj__vfinish(s, bucket, key, &vc, m->data_id, !e); /* C4 */
+	return e;
+}
+
 cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reader *body,
                   const cn_put_opts *opts, cn_obj_info *out)
 {
@@ -246,67 +299,27 @@ cn_err cn_obj_put(cn_obj_store *s, const char *bucket, const char *key, cn_reade
 		goto fail;
 	if (opts->seal && (e = opts->seal(opts->seal_ctx, md5, total, &add, &nadd)))
 		goto fail;
-
-	/* the record: the caller's headers then the seal's, borrowed (released below) */
-	size_t nall = opts->nmeta + nadd;
-	if (nall > CN_EC_MAX_META) {
-		e = CN_ERR_TOO_LARGE;
+	if ((e = put_meta(&m, opts, add, nadd, &all)))
 		goto fail;
-	}
-	all = calloc(nall ? nall : 1, sizeof *all);
-	if (!all) {
-		e = CN_ERR_NOMEM;
-		goto fail;
-	}
-	if (opts->nmeta)
-		memcpy(all, opts->meta, opts->nmeta * sizeof *all);
-	if (nadd)
-		memcpy(all + opts->nmeta, add, nadd * sizeof *all);
-	m.meta = all;
-	m.nmeta = nall;
 	m.size = total;
 	m.mtime_ms = cn_now_ms();
 	cn_hex_encode(md5, 16, m.etag);
-	snprintf(m.storage_class, sizeof m.storage_class, "STANDARD");
-	for (size_t i = 0; i < nall; i++)
-		if (!strcmp(all[i].name, "x-amz-storage-class") && strlen(all[i].value) < sizeof m.storage_class)
-			cn_strlcpy(m.storage_class, all[i].value, sizeof m.storage_class);
 	if (inline_data) {
 		m.has_inline = true;
 		m.inline_data = buf;
 		m.inline_len = (size_t)total;
 	}
-
-	cn_versioning v;
-	if ((e = cn_obj__versioning(s, bucket, &v)))
+	if ((e = put_commit(s, set, bucket, key, w, &m)))
 		goto fail;
-	cn_obj__vcommit vc;
-	pthread_rwlock_rdlock(&s->ns_lock); /* C5 */
-	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
-	pthread_mutex_lock(kl); /* C2 */
-	e = cn_obj__vprep(s, set, bucket, key, v, &m, &vc);
-	if (!e && inline_data)
-		e = cn_ec_commit_inline(set, bucket, key, &m);
-	else if (!e)
-		e = cn_ec_writer_commit(w, bucket, key, &m);
-	if (!e)
-		cn_obj__vpost(s, bucket, key, &vc);
-	pthread_mutex_unlock(kl);
-	pthread_rwlock_unlock(&s->ns_lock);
-	if (!e)
-		e = cn_obj__barrier_set(s, set); /* C3 */
-	cn_obj__vfinish(s, bucket, key, &vc, m.data_id, !e); /* C4 */
-	if (e)
-		goto fail;
-	if (!e && out) {
+	if (out) {
 		cn_obj_info_fini(out);
 		cn_strlcpy(out->etag, m.etag, sizeof out->etag);
 		out->size = m.size;
 		out->mtime_ms = m.mtime_ms;
 		cn_strlcpy(out->storage_class, m.storage_class, sizeof out->storage_class);
 		cn_strlcpy(out->version_id, m.version_id, sizeof out->version_id);
-		if ((e = cn_obj__copy_kvs(all, nall, &out->meta)) == CN_OK)
-			out->nmeta = nall;
+		if ((e = cn_obj__copy_kvs(m.meta, m.nmeta, &out->meta)) == CN_OK)
+			out->nmeta = m.nmeta;
 	}
 fail:
 	m.meta = NULL; /* borrowed */
@@ -318,7 +331,6 @@ fail:
 	cn_ec_writer_abort(w);
 	return e;
 }
-
 
 /* --- stat, open, read ------------------------------------------------------------------ */
 
