@@ -54,7 +54,7 @@
  *      vote for the version an acknowledged one replaced, and the fallback runs only when
  *      that acknowledged one is on fewer than K drives: more failures than parity (it
  *      reached W), where nothing is promised. One level deep: a commit over a version read
- *      this way heals it first (cn_ec_meta.from_prev; object.c C7), so cut-short commits
+ *      this way heals it first (cn_ec_meta.from_prev; object/commit.c C7), so cut-short commits
  *      of a key do not stack.
  *  E16. Commits rename records from slot 0 up, deletes (and E10's purges) remove them
  *      from slot n-1 down, and listings walk the last M+1 slots (E5 lets any M+1 do): a

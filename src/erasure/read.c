@@ -230,7 +230,7 @@ static bool reader_complete(cn_ec_reader *r)
 			r->degraded = true;
 			/* the key changed since the open (overwritten or deleted): the record no
 			 * longer names this version, but a file-backed version's shard files, named
-			 * by its data id and kept while this reader lives (object.c C6), may still
+			 * by its data id and kept while this reader lives (object/commit.c C6), may still
 			 * be there, and their hashes say whether they are this version's. (A drive
 			 * holding an older version has no such file: a missing shard, rebuilt.) */
 			if (r->data_id[0] && (e == CN_OK || e == CN_ERR_NO_KEY)) {

@@ -7,7 +7,7 @@
  *      (cn_obj__drop_data, object_int.h): a GET that began before an overwrite streams the
  *      old version to its end.
  *  C7. A commit that replaces a current record keeps it as the key's previous record on
- *      every drive first (cn_ec_prev_keep in vprep, erasure.h: set.c E15 reads it when a
+ *      every drive first (cn_ec_prev_keep in vprep, erasure.h: quorum.c E15 reads it when a
  *      crash cut the commit short), and drops it after the barrier (vfinish), under the
  *      key's lock and only when no later commit of the same key has kept its own previous
  *      records meanwhile (the lock's list of kept ones, cn_obj__prevk): those must stay
@@ -46,7 +46,7 @@ void cn_obj__key_locks_fini(cn_obj_store *s)
 		pthread_mutex_destroy(&s->pins[i].mu);
 }
 
-/* set.c E13 (erasure.h cn_ec_set_split_wait): a read found the drives split between
+/* quorum.c E13 (erasure.h cn_ec_set_split_wait): a read found the drives split between
  * versions of bucket/key. Commits hold the key's lock while they rename records (C2), so
  * taking it and letting go waits for those in progress. A thread that holds it itself (a
  * delete, heal, a version change reading under it) gets EDEADLK at once: the key locks are

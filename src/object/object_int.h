@@ -135,7 +135,7 @@ static inline pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *buc
  * destroyed at close. */
 void cn_obj__key_locks_init(cn_obj_store *s);
 void cn_obj__key_locks_fini(cn_obj_store *s);
-/* set.c E13 (cn_ec_set_split_wait, ctx: the store): waits, at most 100 ms, for a commit of
+/* quorum.c E13 (cn_ec_set_split_wait, ctx: the store): waits, at most 100 ms, for a commit of
  * vol/key in progress; false when it timed out. */
 bool cn_obj__split_wait(void *ctx, const char *vol, const char *key);
 /* Bucket heal (erasure.h E9): every bucket a set lists (at least K of its drives hold

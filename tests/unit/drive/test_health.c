@@ -161,7 +161,7 @@ TEST(test_errors_and_stalls)
 	atomic_store(&f->delay_ms, 0);
 	CHECK(wait_online(h, 2000));
 	/* online again, and the outages counted: whoever looks now sees it was away twice,
-	 * however short each absence (the drive monitor's "came back", object.c) */
+	 * however short each absence (the drive monitor's "came back", object/monitor.c) */
 	CHECK_EQ_INT(h->ops->info(h, &di), CN_OK);
 	CHECK(di.online && di.outages == 2);
 	cn_buf_fini(&b);
