@@ -84,6 +84,13 @@ static cn_conn_verdict serve(void *ctx, cn_conn *c)
 	return (cn_conn_verdict)cn_http_serve(c, (cn_http_handler)cn_s3_handle, ctx);
 }
 
+/* CAIRN_NO_INLINE (a debugging aid): no request is served on the loop, but the loop still
+ * gathers unauthenticated bodies (net.h CN_CONN_MORE) */
+static cn_conn_verdict serve_preread_only(void *ctx, cn_conn *c)
+{
+	return (cn_conn_verdict)cn_http_serve_inline(c, NULL, (cn_http_preread_fn)cn_s3_preread, ctx);
+}
+
 static cn_conn_verdict serve_inline(void *ctx, cn_conn *c)
 {
 	return (cn_conn_verdict)cn_http_serve_inline(c, (cn_http_handler)cn_s3_handle,
@@ -453,7 +460,7 @@ int cn_cli_server(int argc, char **argv)
 	int per_loop = workers / loops > 4 ? workers / loops : 4;
 	cn_net_config nc = { .host = host, .port = port, .workers = per_loop, .max_head = 32 * 1024,
 	                     .linger_ms = lg ? atoi(lg) : 50,
-	                     .inline_handler = getenv("CAIRN_NO_INLINE") ? NULL : serve_inline,
+	                     .inline_handler = getenv("CAIRN_NO_INLINE") ? serve_preread_only : serve_inline,
 	                     .reuseport = loops > 1,
 	                     .grow_after_ms = grow ? atoi(grow) : 0,
 	                     .min_rate = min_rate ? atoi(min_rate) : 0,

@@ -654,7 +654,7 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, cn_http_preread_
 		free(x.head);
 		return CN_CONN_CLOSE;
 	}
-	if (inline_mode && (x.req.chunked || x.req.content_length > 0 ||
+	if (inline_mode && (!h || x.req.chunked || x.req.content_length > 0 ||
 	                    !(cn_str_eq_c(x.req.method, "GET") || cn_str_eq_c(x.req.method, "HEAD")))) {
 		cn_conn_verdict v = preread_or_defer(c, &x.req, hlen, pre, ctx);
 		free(x.head);

@@ -204,7 +204,8 @@ typedef size_t (*cn_http_preread_fn)(void *ctx, const cn_http_req *req);
  * of GET/HEAD must have no side effects before they respond); a file-backed rest after
  * bytes were sent is read into memory instead. */
 int cn_http_serve_inline(struct cn_conn *c, cn_http_handler h, cn_http_preread_fn pre, void *ctx);
-/* For a request with a Content-Length body and pre(ctx, req) = n > 0, the inline server
+/* h NULL: nothing is served on the loop; the pre-read below still happens.
+ * For a request with a Content-Length body and pre(ctx, req) = n > 0, the inline server
  * answers CN_CONN_MORE (c->preread = head + min(n, Content-Length)) until that much is
  * buffered, sending "100 Continue" first when the client waits for it; then DEFER. */
 
