@@ -36,17 +36,24 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 FUZZ_SRC := $(sort $(wildcard fuzz/*.c))
 FUZZ_SRC := $(filter-out fuzz/replay_main.c,$(FUZZ_SRC))
 
-.PHONY: all test unit integration check fuzz fuzz-run fuzz-replay clean layers deps run asan-check
+.PHONY: all test unit integration check fuzz fuzz-run fuzz-replay clean layers deps-run deps-check \
+        run asan-check
 
-# The README's two commands: `make run` and `make check` (both install their packages).
-deps:
-	@scripts/deps.sh
+# The first target, so that a plain `make` builds the server.
+all: $(B)/cairn
 
-run: deps
+# The README's two commands: `make run` and `make check`, each installing the Debian
+# packages it needs (scripts/deps.sh: `run` the compiler and libraries, `check` also the
+# test tools and clients).
+deps-run:
+	@scripts/deps.sh run
+deps-check:
+	@scripts/deps.sh check
+
+run: deps-run
 	$(MAKE) all
 	@mkdir -p data
 	./$(B)/cairn server ./data --address 127.0.0.1:9000
-all: $(B)/cairn
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -115,7 +122,7 @@ fuzz-run: $(FUZZ_BIN)
 layers:
 	scripts/check-layers.sh
 
-check: deps layers
+check: deps-check layers
 	$(MAKE) WERROR=1 all unit fuzz-replay
 	$(MAKE) WERROR=1 integration
 

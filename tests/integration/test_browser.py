@@ -42,7 +42,7 @@ const out = [];
 
 def test_browser_cross_origin_uploads_and_reads(s3, bucket, server):
     if not CHROMIUM:
-        pytest.fail("chromium is not installed (scripts/deps.sh installs it)")
+        pytest.fail("chromium is not installed (scripts/deps.sh check installs it)")
     port = free_port()
     origin = f"http://127.0.0.1:{port}"
     s3.put_bucket_cors(Bucket=bucket, CORSConfiguration={"CORSRules": [{
