@@ -1,7 +1,7 @@
 # cairn — one plain GNU Makefile.
 #   make              build build/cairn (release, -O2)
 #   make test         unit tests + integration tests
-#   make unit         unit tests only
+#   make unit         unit tests only (and builds the measuring tools beside them)
 #   make check        what CI runs: warnings as errors, unit + integration + fuzz replay
 #   make MODE=asan    AddressSanitizer + UndefinedBehaviorSanitizer build (into build-asan/)
 #   make fuzz         libFuzzer drivers (clang) into build-fuzz/
@@ -33,6 +33,9 @@ LIB_SRC := $(sort $(filter-out src/bin/%,$(wildcard src/*/*.c)))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/*/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+# Measuring tools beside the unit tests (not tests: built by `make unit` so that they keep
+# compiling, run by hand): bench_put, the durable small-PUT rate of docs/FORMAT.md §6.
+TOOL_BIN := $(B)/tests/object/bench_put
 FUZZ_SRC := $(sort $(wildcard fuzz/*.c))
 FUZZ_SRC := $(filter-out fuzz/replay_main.c,$(FUZZ_SRC))
 
@@ -70,14 +73,17 @@ $(B)/tests/%: tests/unit/%.c $(B)/libcairn.a tests/unit/test.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests/unit -o $@ $< $(B)/libcairn.a $(LIBS)
 
-unit: $(UNIT_BIN)
-	@pass=0; fail=0; bad=0; for t in $(UNIT_BIN); do \
+# Each binary ends with "N passed, N failed, N skipped" (tests/unit/test.h); the totals are
+# summed here, and a binary that exits non-zero or prints no such line fails the target.
+unit: $(UNIT_BIN) $(TOOL_BIN)
+	@pass=0; fail=0; skip=0; bad=0; for t in $(UNIT_BIN); do \
 	  out=$$(cd tests/vectors && ../../$$t 2>&1); rc=$$?; echo "$$out" | grep -v '^$$'; \
-	  line=$$(echo "$$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -1); \
+	  line=$$(echo "$$out" | grep -E '[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' | tail -1); \
 	  p=$$(echo "$$line" | sed -E 's/.* ([0-9]+) passed.*/\1/'); f=$$(echo "$$line" | sed -E 's/.* ([0-9]+) failed.*/\1/'); \
-	  pass=$$((pass + $${p:-0})); fail=$$((fail + $${f:-0})); \
+	  s=$$(echo "$$line" | sed -E 's/.* ([0-9]+) skipped.*/\1/'); \
+	  pass=$$((pass + $${p:-0})); fail=$$((fail + $${f:-0})); skip=$$((skip + $${s:-0})); \
 	  if [ $$rc -ne 0 ] || [ -z "$$line" ]; then bad=$$((bad+1)); echo "FAILED: $$t (exit $$rc)"; fi; \
-	done; echo "unit: $$pass passed, $$fail failed"; [ $$bad -eq 0 ] && [ $$fail -eq 0 ]
+	done; echo "unit: $$pass passed, $$fail failed, $$skip skipped"; [ $$bad -eq 0 ] && [ $$fail -eq 0 ]
 
 integration: $(B)/cairn
 	CAIRN_BIN=$(abspath $(B)/cairn) tests/integration/run.sh

@@ -254,10 +254,7 @@ def test_info_record_cache(drive_server, tmp_path):
     """`cairn admin info` reports the record cache: its budget (CAIRN_RECORD_CACHE_MB),
     the bytes it holds, hits and misses; 0 turns it off, a malformed value is refused with
     a log line and the default kept."""
-    try:
-        srv = drive_server([os.path.join(str(tmp_path), "d{1...4}")], env={"CAIRN_RECORD_CACHE_MB": "8"})
-    except RuntimeError as e:
-        pytest.skip(f"a 4-drive server cannot start in this build: {e}")
+    srv = drive_server([os.path.join(str(tmp_path), "d{1...4}")], env={"CAIRN_RECORD_CACHE_MB": "8"})
 
     def cache():
         p = admin(srv, "info", "--json")
@@ -327,10 +324,7 @@ def test_heal_max_sleep(drive_server, tmp_path):
 @pytest.mark.parametrize("victim_index", [1, 0])  # 0: the drive a single-drive walk would list
 def test_heal_four_drives(drive_server, tmp_path, victim_index):
     root = str(tmp_path)
-    try:
-        srv = drive_server([os.path.join(root, "d{1...4}")])
-    except RuntimeError as e:
-        pytest.skip(f"a 4-drive server cannot start in this build: {e}")
+    srv = drive_server([os.path.join(root, "d{1...4}")])
     drives = [os.path.join(root, f"d{i}") for i in range(1, 5)]
     info = json.loads(admin(srv, "info", "--json").stdout)
     assert (info["setDriveCount"], info["standardSCParity"], info["onlineDrives"]) == (4, 2, 4)
@@ -396,10 +390,7 @@ def test_heal_four_drives_unrepairable(drive_server, tmp_path):
     cannot be rebuilt: it is counted failed and the command exits 1; the healthy object beside
     it is untouched."""
     root = str(tmp_path)
-    try:
-        srv = drive_server([os.path.join(root, "d{1...4}")])
-    except RuntimeError as e:
-        pytest.skip(f"a 4-drive server cannot start in this build: {e}")
+    srv = drive_server([os.path.join(root, "d{1...4}")])
     s3 = make_client(srv)
     b = unique_bucket("heal")
     s3.create_bucket(Bucket=b)

@@ -633,8 +633,7 @@ TEST(test_reopen)
 }
 
 /* replaced: another folder at the drive's path while the old one lives (moved away and
- * made again; a new disk mounted after the old one was detached). The mount cases run in a
- * private mount namespace when this process may make one (root), and are skipped else. */
+ * made again). */
 TEST(test_replaced)
 {
 	cn_drive *d = open_fresh(true);
@@ -666,17 +665,22 @@ TEST(test_replaced)
 	snprintf(p, sizeof p, "%s/vol/%%m.k", old);
 	CHECK(stat(p, &st) == 0);
 	cn_drive_close(d);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", old);
+	CN_ASSERT(system(cmd) == 0);
+}
 
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		fprintf(stderr, "  (test_replaced: no private mount namespace here (%s): mount cases "
-		        "skipped)\n", strerror(errno));
-		return;
-	}
-	snprintf(cmd, sizeof cmd, "rm -rf %s %s", base, old);
+/* replaced by a mount: a new disk mounted at the drive's path after the old one was
+ * detached. Drives are tmpfs mounts in a private mount namespace (root only). */
+TEST(test_replaced_by_a_mount)
+{
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		SKIP("no private mount namespace here (%s)", strerror(errno));
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
 	CN_ASSERT(system(cmd) == 0);
 	CN_ASSERT(mkdir(base, 0755) == 0);
 	CN_ASSERT(mount("tmpfs", base, "tmpfs", 0, "size=16m") == 0);
-	d = NULL;
+	cn_drive *d = NULL;
 	CN_ASSERT(cn_drive_local_open(base, true, &d) == CN_OK);
 	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
 	CHECK_EQ_INT(put_inline(d, "k", "R1"), CN_OK);
@@ -1115,6 +1119,7 @@ int main(void)
 	RUN(test_targeted_sync);
 	RUN(test_reopen);
 	RUN(test_replaced);
+	RUN(test_replaced_by_a_mount);
 	RUN(test_nowait_reads);
 	char cmd[100];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", base);

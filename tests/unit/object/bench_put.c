@@ -1,6 +1,7 @@
 /* bench_put: N threads of small puts against one local drive for a few seconds, durable on
  * and off; prints puts/s and, when durable, barriers vs syncfs flushes (group commit).
- * Not a unit test (name bench_*). Usage: bench_put [DIR] [THREADS] [SECONDS] [SIZE]
+ * Not a unit test (name bench_*): `make unit` builds it as build/tests/object/bench_put.
+ * Usage: bench_put [DIR] [THREADS] [SECONDS] [SIZE]
  *
  * Measured 2-core VM, ext4 on virtio disk, 4 KiB (inline) puts, 3 s each (docs/FORMAT.md §6):
  *   1 thread:   durable off 2346 puts/s, durable on 2034 puts/s
