@@ -36,11 +36,6 @@ typedef struct lineio {
 	size_t len, off;
 } lineio;
 
-static int64_t mono_ms(void)
-{
-	return cn_mono_ms();
-}
-
 /* 1 = a line in out (without newline), 0 = EOF, -1 = error, timeout or overlong line. */
 static int read_line(lineio *l, char *out, size_t cap, int64_t deadline_ms)
 {
@@ -62,7 +57,7 @@ static int read_line(lineio *l, char *out, size_t cap, int64_t deadline_ms)
 			l->len -= l->off;
 			l->off = 0;
 		}
-		int64_t left = deadline_ms - mono_ms();
+		int64_t left = deadline_ms - cn_mono_ms();
 		if (left <= 0)
 			return -1;
 		struct pollfd p = { l->fd, POLLIN, 0 };
@@ -143,7 +138,7 @@ cn_err cn_bench_agent_sync(int fd, int64_t *start_unix_ns)
 	if (send_all(fd, "ready\n", 6))
 		return CN_ERR_IO;
 	char line[256];
-	if (read_line(sync_io, line, sizeof line, mono_ms() + 3600 * 1000) != 1 || strncmp(line, "start ", 6))
+	if (read_line(sync_io, line, sizeof line, cn_mono_ms() + 3600 * 1000) != 1 || strncmp(line, "start ", 6))
 		return CN_ERR_IO;
 	char *end;
 	long long v = strtoll(line + 6, &end, 10);
@@ -164,7 +159,7 @@ static bool serve_one(int fd)
 	if (!l || !line)
 		goto out;
 	l->fd = fd;
-	int64_t deadline = mono_ms() + 30000;
+	int64_t deadline = cn_mono_ms() + 30000;
 	if (read_line(l, line, LINE_MAX_LEN, deadline) != 1 || strcmp(line, "CAIRN-BENCH 1")) {
 		send_line(fd, "error %s\n", "not a cairn bench driver (protocol 1)");
 		goto out;
@@ -400,7 +395,7 @@ cn_err cn_bench_agents_run(const cn_bench_cfg *cfg, cn_bench_acc *acc, cn_bench_
 	}
 	/* every agent prepared -> one start time */
 	for (int i = 0; i < n && !e; i++) {
-		int r = read_line(io[i], line, LINE_MAX_LEN, mono_ms() + 3600 * 1000);
+		int r = read_line(io[i], line, LINE_MAX_LEN, cn_mono_ms() + 3600 * 1000);
 		if (r != 1 || strcmp(line, "ready")) {
 			snprintf(err, errlen, "agent %s failed before the start: %.300s", names[i],
 			         r == 1 ? line : "connection lost or timed out");
@@ -418,7 +413,7 @@ cn_err cn_bench_agents_run(const cn_bench_cfg *cfg, cn_bench_acc *acc, cn_bench_
 		if (e)
 			snprintf(err, errlen, "cannot start the agents");
 	}
-	int64_t deadline = mono_ms() + cfg->duration_ns / 1000000 + cfg->request_timeout_ms + 600 * 1000;
+	int64_t deadline = cn_mono_ms() + cfg->duration_ns / 1000000 + cfg->request_timeout_ms + 600 * 1000;
 	for (int i = 0; i < n && !e; i++) {
 		int r = read_line(io[i], line, LINE_MAX_LEN, deadline);
 		unsigned long long cnt;

@@ -132,13 +132,6 @@ struct eng {
 	int64_t start_unix_ns;  /* wall clock of t0 */
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
-
 static int64_t wall_ns(void)
 {
 	struct timespec ts;
@@ -418,7 +411,7 @@ static cn_err start_xfer(worker *w, xfer *x, int64_t intended)
 	if (e)
 		return e;
 	x->t_intended = intended;
-	x->t_start = mono_ns();
+	x->t_start = cn_mono_ns();
 	x->active = true;
 	curl_multi_add_handle(w->m, x->e);
 	return CN_OK;
@@ -451,7 +444,7 @@ static void finish_xfer(worker *w, xfer *x, CURLcode res)
 {
 	eng *g = w->g;
 	phase *ph = g->ph;
-	int64_t t_end = mono_ns();
+	int64_t t_end = cn_mono_ns();
 	long code = 0;
 	curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &code);
 	char msg[400] = "", s3c[128];
@@ -576,9 +569,9 @@ static void *worker_main(void *arg)
 	bool poisson = g->cfg->poisson;
 	int active = 0;
 	bool exhausted = false;
-	w->next_send = mono_ns();
+	w->next_send = cn_mono_ns();
 	for (;;) {
-		int64_t now = mono_ns();
+		int64_t now = cn_mono_ns();
 		bool may_start = !exhausted && !atomic_load(&ph->stop) && (!ph->deadline || now < ph->deadline);
 		for (int i = 0; i < w->n && may_start; i++) {
 			xfer *x = &w->x[i];
@@ -625,7 +618,7 @@ static void *worker_main(void *arg)
 			continue;
 		int timeout = 100;
 		if (rate > 0) {
-			int64_t wait = (w->next_send - mono_ns()) / 1000000;
+			int64_t wait = (w->next_send - cn_mono_ns()) / 1000000;
 			if (wait < timeout)
 				timeout = wait < 0 ? 0 : (int)wait;
 		}
@@ -809,7 +802,7 @@ static cn_err run_phase(eng *g, phase *ph, progress *pr)
 		}
 		started++;
 	}
-	int64_t t_start = mono_ns(), last = t_start;
+	int64_t t_start = cn_mono_ns(), last = t_start;
 	uint64_t last_ops = 0, last_bytes = 0;
 	for (;;) {
 		/* wake every 100 ms; threads finish on their own (deadline, exhausted work) */
@@ -824,7 +817,7 @@ static cn_err run_phase(eng *g, phase *ph, progress *pr)
 			else
 				alive = true;
 		}
-		int64_t now = mono_ns();
+		int64_t now = cn_mono_ns();
 		if (now - last >= NS || !alive) {
 			uint64_t ops, bytes, errs;
 			sum_counters(g, &ops, &bytes, &errs);
@@ -964,7 +957,7 @@ static void cleanup(eng *g, uint64_t n, progress *pr)
 	phase_init(&ph, GEN_DELETE_TABLE);
 	ph.count = n;
 	ph.cleanup = true;
-	ph.deadline = mono_ns() + 600 * NS;
+	ph.deadline = cn_mono_ns() + 600 * NS;
 	pr->label = "cleanup";
 	bool at = pr->autoterm;
 	pr->autoterm = false;
@@ -1013,7 +1006,7 @@ static cn_err measure_phase(eng *g, phase *ph, progress *pr, bool fresh)
 		}
 	}
 	ph->record = true;
-	int64_t now = mono_ns();
+	int64_t now = cn_mono_ns();
 	if (fresh) {
 		g->t0 = now;
 		g->start_unix_ns = wall_ns();
@@ -1331,17 +1324,17 @@ static int run_loop_mode(eng *g, progress *pr)
 			phase_init(&ph, gens[k]);
 			ph.count = nput;
 			if (k == 2)
-				ph.deadline = mono_ns() + 600 * NS;
+				ph.deadline = cn_mono_ns() + 600 * NS;
 			if (k > 0 && !nput) {
 				cn_bench_acc_fini(&acc);
 				break;
 			}
-			int64_t t0 = mono_ns();
+			int64_t t0 = cn_mono_ns();
 			if (measure(g, &ph, pr, &acc)) {
 				cn_bench_acc_fini(&acc);
 				return 1;
 			}
-			double el = (double)(mono_ns() - t0) / NS;
+			double el = (double)(cn_mono_ns() - t0) / NS;
 			int op = k == 0 ? CN_BOP_PUT : k == 1 ? CN_BOP_GET : CN_BOP_DELETE;
 			const cn_bench_opacc *o = &acc.op[op];
 			uint64_t slow = 0;
@@ -1549,19 +1542,19 @@ int cn_bench_run(const cn_bench_cfg *c)
 		phase_init(&up, GEN_PUT_PARTS);
 		up.count = (uint64_t)c->parts;
 		up.rate = c->rate;
-		up.deadline = mono_ns() + 3600 * NS;
+		up.deadline = cn_mono_ns() + 3600 * NS;
 		/* one run, two phases on one clock: the upload (PUTPART), then ranged GETs of the
 		 * parts; each op's report has its own segments */
-		uint64_t up_t0 = mono_ns();
+		uint64_t up_t0 = cn_mono_ns();
 		if (measure_phase(&g, &up, &pr, true))
 			goto cleanup_out;
-		uint64_t up_ns = mono_ns() - up_t0;
+		uint64_t up_ns = cn_mono_ns() - up_t0;
 		uint64_t upload_errs = 0;
 		for (int t = 0; t < g.nthreads; t++)
 			upload_errs += g.w[t].acc.op[CN_BOP_PUTPART].errors;
-		uint64_t done_t0 = mono_ns();
+		uint64_t done_t0 = cn_mono_ns();
 		bool completed = !upload_errs && mp_complete(&g, c->parts);
-		uint64_t done_ns = mono_ns() - done_t0;
+		uint64_t done_ns = cn_mono_ns() - done_t0;
 		if (completed && !c->quiet)
 			fprintf(stderr, "CompleteMultipartUpload: %d parts in %.1f ms = %.2f%% of the upload "
 			        "phase (%.1f s)\n", c->parts, (double)done_ns / 1e6,

@@ -97,13 +97,6 @@ typedef struct hrfile {
 
 static hdrive *H(cn_drive *d) { return (hdrive *)d; }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void mark_offline(hdrive *d, const char *why)
 {
 	bool was = atomic_exchange(&d->offline, true);
@@ -129,7 +122,7 @@ static htick tick_kind(hdrive *d, bool sync)
 	static __thread int hint = -1; /* a thread makes one call at a time: its own slot */
 	if (hint < 0)
 		hint = (int)(atomic_fetch_add(&next_hint, 1) % INFLIGHT_SLOTS);
-	htick t = { mono_ms(), -1 };
+	htick t = { cn_mono_ms(), -1 };
 	int64_t start = t.t0 > 0 ? t.t0 : 1;
 	if (sync)
 		start = -start;
@@ -156,7 +149,7 @@ static cn_err judge(hdrive *d, cn_err e, htick t, const char *what)
 		if (atomic_load_explicit(&d->late, memory_order_relaxed) >= d->cfg.late_cap)
 			oldest_call_ms(d); /* W8: refusing; count again now that one returned */
 	}
-	int64_t took = mono_ms() - t.t0;
+	int64_t took = cn_mono_ms() - t.t0;
 	if (e == CN_ERR_IO || e == CN_ERR_OFFLINE) {
 		char why[96];
 		snprintf(why, sizeof why, "%s failed: %s", what, cn_err_str(e));
@@ -688,7 +681,7 @@ static const cn_drive_ops health_ops = {
  * other than syncs have run longer than late_ms. */
 static int64_t oldest_call_ms(hdrive *d)
 {
-	int64_t now = mono_ms(), oldest = 0;
+	int64_t now = cn_mono_ms(), oldest = 0;
 	int late = 0;
 	for (int i = 0; i < INFLIGHT_SLOTS; i++) {
 		int64_t t0 = atomic_load(&d->inflight[i].t0);
@@ -711,7 +704,7 @@ static bool probe(hdrive *d)
 {
 	if (d->cfg.stall_ms > 0 && oldest_call_ms(d) > d->cfg.stall_ms)
 		return false; /* W6: a call is still hung */
-	int64_t t0 = mono_ms();
+	int64_t t0 = cn_mono_ms();
 	cn_drive_info di;
 	static const char body[] = "cairn drive probe\n";
 	cn_buf b;
@@ -721,7 +714,7 @@ static bool probe(hdrive *d)
 	          d->in->ops->read_sys(d->in, "probe", 256, &b) == CN_OK && b.len == sizeof body - 1 &&
 	          !memcmp(b.p, body, b.len);
 	cn_buf_fini(&b);
-	return ok && (d->cfg.stall_ms <= 0 || mono_ms() - t0 <= d->cfg.stall_ms);
+	return ok && (d->cfg.stall_ms <= 0 || cn_mono_ms() - t0 <= d->cfg.stall_ms);
 }
 
 static void *prober(void *arg)

@@ -210,13 +210,6 @@ static cn_err batch_cb(void *ctx, const char *key, size_t keylen, bool is_prefix
 	return CN_OK;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 typedef struct heal_run {
 	cn_obj_store *s;
 	bool dry_run, throttle;
@@ -237,13 +230,13 @@ static int64_t max_sleep_ms(const cn_obj_store *s)
 /* After each key: the progress line (every 500 ms) and the scanner's pause (H3). */
 static void paced(heal_run *h, const char *bucket, const char *key, int64_t t0)
 {
-	if (h->progress && now_ms() - h->last_report >= 500) {
-		h->last_report = now_ms();
+	if (h->progress && cn_mono_ms() - h->last_report >= 500) {
+		h->last_report = cn_mono_ms();
 		if (!h->progress(h->ctx, h->t, bucket, key, false))
 			h->stopped = true;
 	}
 	if (h->throttle) { /* H3 */
-		int64_t pause = now_ms() - t0, cap = max_sleep_ms(h->s);
+		int64_t pause = cn_mono_ms() - t0, cap = max_sleep_ms(h->s);
 		pause = pause * 2 > 1 ? pause * 2 : 1;
 		if (pause > cap)
 			pause = cap;
@@ -265,7 +258,7 @@ static void heal_data_keys(heal_run *h, cn_ec_set *set, const char *bucket, cons
 	if (cn_ec_data_keys(set, bucket, prefix ? prefix : "", DATA_KEYS_MAX, &keys, &n))
 		return;
 	for (size_t i = 0; i < n && !h->stopped; i++) {
-		int64_t t0 = now_ms();
+		int64_t t0 = cn_mono_ms();
 		remove_orphans(h->s, set, bucket, keys[i], h->dry_run, h->t);
 		paced(h, bucket, keys[i], t0);
 	}
@@ -290,7 +283,7 @@ static cn_err heal_bucket(heal_run *h, cn_ec_set *set, const char *bucket, const
 		if (e)
 			break;
 		for (size_t i = 0; i < b.n && !h->stopped; i++) {
-			int64_t t0 = now_ms();
+			int64_t t0 = cn_mono_ms();
 			heal_key(h->s, set, bucket, b.keys[i], b.prev[i], h->dry_run, h->t);
 			paced(h, bucket, b.keys[i], t0);
 		}
@@ -347,7 +340,7 @@ cn_err cn_obj_heal(cn_obj_store *s, const char *bucket, const char *prefix, bool
 {
 	memset(out, 0, sizeof *out);
 	heal_run h = { .s = s, .dry_run = dry_run, .progress = progress, .ctx = ctx, .t = out,
-	               .last_report = now_ms() };
+	               .last_report = cn_mono_ms() };
 	cn_err e = heal_all(&h, bucket, prefix);
 	if (progress)
 		progress(ctx, out, bucket ? bucket : "", "", true);
@@ -476,7 +469,7 @@ static void *scan_thread(void *arg)
 		pthread_mutex_unlock(&h->mu);
 		cn_obj_heal_totals t = { 0 };
 		heal_run run = { .s = s, .throttle = true, .t = &t, .progress = scan_progress, .ctx = h,
-		                 .last_report = now_ms() };
+		                 .last_report = cn_mono_ms() };
 		cn_err e = heal_all(&run, NULL, NULL);
 		pthread_mutex_lock(&h->mu);
 		h->scan = t;
