@@ -62,8 +62,6 @@ void cn_bench_cfg_defaults(cn_bench_cfg *c);
 /* "4KiB" (powers of two), "4KB" (powers of ten), "4k"=KiB; plain bytes. CN_ERR_INVALID on
  * garbage, negative, or over 1 TiB. */
 cn_err cn_bench_parse_size(const char *s, uint64_t *out);
-/* "90s", "5m", "1h", "1m30s", "500ms", plain seconds. CN_ERR_INVALID otherwise. */
-cn_err cn_bench_parse_duration(const char *s, int64_t *ns);
 
 /* "put" ... "loop" -> cn_bench_mode, or -1. */
 int cn_bench_parse_mode(const char *s);

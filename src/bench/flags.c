@@ -146,14 +146,14 @@ int cn_bench_parse_flags(int argc, char **argv, cn_bench_cfg *c, char *err, size
 			ok = parse_num(val, 1, 1e6, &d);
 			c->loops = (int)d;
 		} else if (!strcmp(name, "--duration")) {
-			ok = !cn_bench_parse_duration(val, &c->duration_ns) && c->duration_ns > 0;
+			ok = !cn_parse_duration(val, &c->duration_ns) && c->duration_ns > 0;
 		} else if (!strcmp(name, "--autoterm.dur")) {
-			ok = !cn_bench_parse_duration(val, &c->autoterm_dur_ns) && c->autoterm_dur_ns >= 1000000000;
+			ok = !cn_parse_duration(val, &c->autoterm_dur_ns) && c->autoterm_dur_ns >= 1000000000;
 		} else if (!strcmp(name, "--autoterm.pct")) {
 			ok = parse_num(val, 0.01, 100, &c->autoterm_pct);
 		} else if (!strcmp(name, "--request-timeout")) {
 			int64_t ns;
-			ok = !cn_bench_parse_duration(val, &ns) && ns >= 1000000;
+			ok = !cn_parse_duration(val, &ns) && ns >= 1000000;
 			c->request_timeout_ms = (long)(ns / 1000000);
 		} else if (!strcmp(name, "--lookup")) {
 			ok = !strcmp(val, "path") || !strcmp(val, "dns") || !strcmp(val, "auto");

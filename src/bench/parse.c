@@ -1,5 +1,6 @@
-/* bench/parse: defaults and the parsers of sizes and durations, warp's spelling: KiB/MiB/GiB
- * (and k/m/g) are powers of two, KB/MB/GB powers of ten; durations as Go writes them. */
+/* bench/parse: defaults and the parser of sizes, warp's spelling: KiB/MiB/GiB (and k/m/g)
+ * are powers of two, KB/MB/GB powers of ten. Durations are util's cn_parse_duration, the
+ * grammar the server's settings use too. */
 #include "bench/bench.h"
 
 #include <ctype.h>
@@ -67,52 +68,4 @@ cn_err cn_bench_parse_size(const char *s, uint64_t *out)
 		return CN_OK;
 	}
 	return CN_ERR_INVALID;
-}
-
-cn_err cn_bench_parse_duration(const char *s, int64_t *ns)
-{
-	if (!s || !*s)
-		return CN_ERR_INVALID;
-	double total = 0;
-	const char *p = s;
-	bool any = false;
-	while (*p) {
-		char *end;
-		if (*p == '-' || *p == '+')
-			return CN_ERR_INVALID;
-		double v = strtod(p, &end);
-		if (end == p || !isfinite(v) || v < 0)
-			return CN_ERR_INVALID;
-		p = end;
-		double mul;
-		if (!strncmp(p, "ms", 2)) {
-			mul = 1e6;
-			p += 2;
-		} else if (!strncmp(p, "us", 2) || !strncmp(p, "µs", 3)) {
-			mul = 1e3;
-			p += *p == 'u' ? 2 : 3;
-		} else if (!strncmp(p, "ns", 2)) {
-			mul = 1;
-			p += 2;
-		} else if (*p == 'h') {
-			mul = 3600e9;
-			p++;
-		} else if (*p == 'm') {
-			mul = 60e9;
-			p++;
-		} else if (*p == 's') {
-			mul = 1e9;
-			p++;
-		} else if (!*p && !any) {
-			mul = 1e9; /* plain seconds */
-		} else {
-			return CN_ERR_INVALID;
-		}
-		total += v * mul;
-		any = true;
-	}
-	if (total > 365.0 * 24 * 3600e9)
-		return CN_ERR_INVALID;
-	*ns = (int64_t)llround(total);
-	return CN_OK;
 }

@@ -48,15 +48,6 @@ static void admin_usage(FILE *f)
 	        "       --insecure (do not verify TLS certificates)\n");
 }
 
-static const char *env2(const char *a, const char *b)
-{
-	const char *v = getenv(a);
-	if (v && *v)
-		return v;
-	v = getenv(b);
-	return v && *v ? v : NULL;
-}
-
 static void human_bytes(uint64_t n, char *out, size_t cap)
 {
 	static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
@@ -508,8 +499,8 @@ static int admin_prometheus(int argc, char **argv)
 		return 2;
 	}
 	if (!ak) {
-		ak = env2("CAIRN_ROOT_USER", "MINIO_ROOT_USER");
-		sk = env2("CAIRN_ROOT_PASSWORD", "MINIO_ROOT_PASSWORD");
+		ak = cn_env2("CAIRN_ROOT_USER", "MINIO_ROOT_USER");
+		sk = cn_env2("CAIRN_ROOT_PASSWORD", "MINIO_ROOT_PASSWORD");
 		if (!ak || !sk)
 			ak = sk = "minioadmin";
 	}
@@ -606,8 +597,8 @@ int cn_cli_admin(int argc, char **argv)
 		return 2;
 	}
 	if (!ak) {
-		ak = env2("CAIRN_ROOT_USER", "MINIO_ROOT_USER");
-		sk = env2("CAIRN_ROOT_PASSWORD", "MINIO_ROOT_PASSWORD");
+		ak = cn_env2("CAIRN_ROOT_USER", "MINIO_ROOT_USER");
+		sk = cn_env2("CAIRN_ROOT_PASSWORD", "MINIO_ROOT_PASSWORD");
 		if (!ak || !sk)
 			ak = sk = "minioadmin"; /* the server's documented default */
 	}

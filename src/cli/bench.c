@@ -36,15 +36,6 @@ static void bench_usage(FILE *f)
 	        "  CAIRN_BENCH_REGION, CAIRN_BENCH_TLS (or WARP_HOST, WARP_ACCESS_KEY, ...)\n");
 }
 
-static const char *env2(const char *a, const char *b)
-{
-	const char *v = getenv(a);
-	if (v && *v)
-		return v;
-	v = getenv(b);
-	return v && *v ? v : NULL;
-}
-
 int cn_cli_bench(int argc, char **argv)
 {
 	if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h") || !strcmp(argv[0], "help")) {
@@ -117,13 +108,13 @@ int cn_cli_bench(int argc, char **argv)
 	cn_bench_cfg_defaults(&c);
 	c.mode = (cn_bench_mode)mode;
 	const char *v;
-	if ((v = env2("CAIRN_BENCH_HOST", "WARP_HOST")))
+	if ((v = cn_env2("CAIRN_BENCH_HOST", "WARP_HOST")))
 		c.hosts = v;
-	c.access_key = env2("CAIRN_BENCH_ACCESS_KEY", "WARP_ACCESS_KEY");
-	c.secret_key = env2("CAIRN_BENCH_SECRET_KEY", "WARP_SECRET_KEY");
-	if ((v = env2("CAIRN_BENCH_REGION", "WARP_REGION")))
+	c.access_key = cn_env2("CAIRN_BENCH_ACCESS_KEY", "WARP_ACCESS_KEY");
+	c.secret_key = cn_env2("CAIRN_BENCH_SECRET_KEY", "WARP_SECRET_KEY");
+	if ((v = cn_env2("CAIRN_BENCH_REGION", "WARP_REGION")))
 		c.region = v;
-	if ((v = env2("CAIRN_BENCH_TLS", "WARP_TLS")))
+	if ((v = cn_env2("CAIRN_BENCH_TLS", "WARP_TLS")))
 		c.tls = !strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "on");
 	char err[300];
 	if (cn_bench_parse_flags(argc - 1, argv + 1, &c, err, sizeof err)) {

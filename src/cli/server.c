@@ -189,33 +189,12 @@ void cn_cli_server_reexec(char **argv)
 		unsetenv("GLIBC_TUNABLES");
 }
 
-static const char *env2(const char *a, const char *b)
-{
-	const char *v = getenv(a);
-	if (v && v[0])
-		return v;
-	v = getenv(b);
-	return v && v[0] ? v : NULL;
-}
-
-/* A duration like MinIO's: "90s", "15m", "24h", "500ms", or plain seconds. Returns
+/* A duration setting (cn_parse_duration: "90s", "1h30m", "500ms", or plain seconds) in
  * milliseconds, or -1 when malformed. */
 static int64_t parse_duration_ms(const char *v)
 {
-	char *end;
-	double x = strtod(v, &end);
-	if (end == v || x < 0)
-		return -1;
-	double mul = 1000;
-	if (!strcmp(end, "ms"))
-		mul = 1;
-	else if (!strcmp(end, "m"))
-		mul = 60e3;
-	else if (!strcmp(end, "h"))
-		mul = 3600e3;
-	else if (strcmp(end, "s") && end[0])
-		return -1;
-	return (int64_t)(x * mul);
+	int64_t ns;
+	return cn_parse_duration(v, &ns) ? -1 : ns / 1000000;
 }
 
 /* The heal scan's pause cap (cn_obj_config.heal_max_sleep_ms) from CAIRN_HEAL_MAX_SLEEP
@@ -223,7 +202,7 @@ static int64_t parse_duration_ms(const char *v)
  * value. */
 static int64_t env_heal_max_sleep(void)
 {
-	const char *v = env2("CAIRN_HEAL_MAX_SLEEP", "MINIO_HEAL_MAX_SLEEP");
+	const char *v = cn_env2("CAIRN_HEAL_MAX_SLEEP", "MINIO_HEAL_MAX_SLEEP");
 	if (!v)
 		return 0;
 	int64_t ms = parse_duration_ms(v);
@@ -239,7 +218,7 @@ static int64_t env_heal_max_sleep(void)
 /* Duration from CAIRN_<name> (or MINIO_<name>); 0 when unset; exits on a bad value. */
 static int64_t env_duration(const char *cname, const char *mname)
 {
-	const char *v = env2(cname, mname);
+	const char *v = cn_env2(cname, mname);
 	if (!v)
 		return 0;
 	int64_t ms = parse_duration_ms(v);
@@ -301,7 +280,7 @@ int cn_cli_server(int argc, char **argv)
 		fprintf(stderr, "cairn server: which folder should I serve? e.g. cairn server ./data\n");
 		return 2;
 	}
-	const char *pauth = env2("CAIRN_PROMETHEUS_AUTH_TYPE", "MINIO_PROMETHEUS_AUTH_TYPE");
+	const char *pauth = cn_env2("CAIRN_PROMETHEUS_AUTH_TYPE", "MINIO_PROMETHEUS_AUTH_TYPE");
 	if (pauth && strcmp(pauth, "jwt") && strcmp(pauth, "public")) {
 		fprintf(stderr, "cairn server: CAIRN_PROMETHEUS_AUTH_TYPE=%s: expected jwt (the default: "
 		                "metrics need a bearer token) or public\n", pauth);
@@ -369,8 +348,8 @@ int cn_cli_server(int argc, char **argv)
 	}
 	port = (int)p;
 
-	const char *user = env2("CAIRN_ROOT_USER", "MINIO_ROOT_USER");
-	const char *pass = env2("CAIRN_ROOT_PASSWORD", "MINIO_ROOT_PASSWORD");
+	const char *user = cn_env2("CAIRN_ROOT_USER", "MINIO_ROOT_USER");
+	const char *pass = cn_env2("CAIRN_ROOT_PASSWORD", "MINIO_ROOT_PASSWORD");
 	const char *cred_src = getenv("CAIRN_ROOT_USER") ? "CAIRN_ROOT_USER/CAIRN_ROOT_PASSWORD"
 	                                                 : "MINIO_ROOT_USER/MINIO_ROOT_PASSWORD";
 	if (!user || !pass) {

@@ -1,8 +1,10 @@
 /* client/sigv4: AWS Signature Version 4 on the client side — canonical request, string to
  * sign, derived key and the Authorization value (rules in client.h). Pure computation with
- * util's HMAC/SHA-256 (OpenSSL's low-level SHA-256); no allocation except into the caller's cn_buf. */
+ * util's HMAC/SHA-256 (OpenSSL's low-level SHA-256) and util's canonical query; no
+ * allocation but that query's scratch and the caller's cn_buf. */
 #include "client/client_int.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,63 +24,17 @@ void cn_client_signing_key(const char *secret, const char *date8, const char *re
 	cn_hmac_sha256(a, 32, "aws4_request", 12, out);
 }
 
-typedef struct enc_pair {
-	size_t name_off, name_len, val_off, val_len;
-} enc_pair;
-
-/* qsort has no context argument: the comparator reads the scratch buffer's base from a
- * thread-local set just before the sort. */
-static __thread const char *pair_base;
-
-static int cmp_pairs(const void *x, const void *y)
-{
-	const enc_pair *a = x, *b = y;
-	size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
-	int c = memcmp(pair_base + a->name_off, pair_base + b->name_off, n);
-	if (c || a->name_len != b->name_len)
-		return c ? c : (a->name_len < b->name_len ? -1 : 1);
-	n = a->val_len < b->val_len ? a->val_len : b->val_len;
-	c = memcmp(pair_base + a->val_off, pair_base + b->val_off, n);
-	if (c || a->val_len != b->val_len)
-		return c ? c : (a->val_len < b->val_len ? -1 : 1);
-	return 0;
-}
-
+/* The canonical query of the request's parameters (util's cn_sigv4_canonical_query, the
+ * one the server verifies with). */
 static cn_err canonical_query(const cn_sigv4_req *r, cn_buf *b)
 {
-	if (!r->nquery)
-		return CN_OK;
 	if (r->nquery > MAX_SIGNED)
 		return CN_ERR_TOO_LARGE;
-	cn_buf tmp;
-	cn_buf_init(&tmp);
-	enc_pair pairs[MAX_SIGNED];
-	cn_err e = CN_OK;
-	for (size_t i = 0; i < r->nquery && !e; i++) {
-		pairs[i].name_off = tmp.len;
-		e = cn_url_encode(&tmp, cn_str_c(r->query[i].name), false);
-		pairs[i].name_len = tmp.len - pairs[i].name_off;
-		pairs[i].val_off = tmp.len;
-		if (!e)
-			e = cn_url_encode(&tmp, cn_str_c(r->query[i].value ? r->query[i].value : ""), false);
-		pairs[i].val_len = tmp.len - pairs[i].val_off;
-	}
-	if (!e) {
-		pair_base = tmp.p;
-		qsort(pairs, r->nquery, sizeof pairs[0], cmp_pairs);
-		for (size_t i = 0; i < r->nquery && !e; i++) {
-			if (i)
-				e = cn_buf_append(b, "&", 1);
-			if (!e)
-				e = cn_buf_append(b, tmp.p + pairs[i].name_off, pairs[i].name_len);
-			if (!e)
-				e = cn_buf_append(b, "=", 1);
-			if (!e)
-				e = cn_buf_append(b, tmp.p + pairs[i].val_off, pairs[i].val_len);
-		}
-	}
-	cn_buf_fini(&tmp);
-	return e;
+	cn_query_param params[MAX_SIGNED];
+	for (size_t i = 0; i < r->nquery; i++)
+		params[i] = (cn_query_param){ cn_str_c(r->query[i].name),
+			                          cn_str_c(r->query[i].value ? r->query[i].value : "") };
+	return cn_sigv4_canonical_query(params, r->nquery, SIZE_MAX, b);
 }
 
 static int lower_cmp(const char *a, const char *b)

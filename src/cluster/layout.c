@@ -389,17 +389,11 @@ cn_err cn_layout_build(const char *const *args, size_t nargs, const cn_layout_op
 	return CN_OK;
 }
 
-static const char *env2(const char *a, const char *b)
-{
-	const char *v = getenv(a);
-	return v && v[0] ? v : getenv(b);
-}
-
 cn_err cn_layout_build_env(const char *const *args, size_t nargs, cn_layout *out, char *err,
                            size_t errlen)
 {
 	cn_layout_opts o = { 0 };
-	const char *sdc = env2("CAIRN_ERASURE_SET_DRIVE_COUNT", "MINIO_ERASURE_SET_DRIVE_COUNT");
+	const char *sdc = cn_env2("CAIRN_ERASURE_SET_DRIVE_COUNT", "MINIO_ERASURE_SET_DRIVE_COUNT");
 	memset(out, 0, sizeof *out);
 	if (sdc && sdc[0]) {
 		char *end;
@@ -411,8 +405,8 @@ cn_err cn_layout_build_env(const char *const *args, size_t nargs, cn_layout *out
 		}
 		o.set_drive_count = (unsigned)v;
 	}
-	o.sc_standard = env2("CAIRN_STORAGE_CLASS_STANDARD", "MINIO_STORAGE_CLASS_STANDARD");
-	o.sc_rrs = env2("CAIRN_STORAGE_CLASS_RRS", "MINIO_STORAGE_CLASS_RRS");
+	o.sc_standard = cn_env2("CAIRN_STORAGE_CLASS_STANDARD", "MINIO_STORAGE_CLASS_STANDARD");
+	o.sc_rrs = cn_env2("CAIRN_STORAGE_CLASS_RRS", "MINIO_STORAGE_CLASS_RRS");
 	return cn_layout_build(args, nargs, &o, out, err, errlen);
 }
 

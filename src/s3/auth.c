@@ -214,38 +214,19 @@ static cn_str qstr(const qparam *p)
 
 /* ---- V4 canonical request -------------------------------------------------------------- */
 
-typedef struct encq {
-	size_t noff, nlen, voff, vlen; /* into the encoding buffer */
-} encq;
-
-static int encq_cmp(const char *sort_base, const encq *x, const encq *y)
-{
-	size_t n = x->nlen < y->nlen ? x->nlen : y->nlen;
-	int c = memcmp(sort_base + x->noff, sort_base + y->noff, n);
-	if (c)
-		return c;
-	if (x->nlen != y->nlen)
-		return x->nlen < y->nlen ? -1 : 1;
-	n = x->vlen < y->vlen ? x->vlen : y->vlen;
-	c = memcmp(sort_base + x->voff, sort_base + y->voff, n);
-	if (c)
-		return c;
-	return x->vlen < y->vlen ? -1 : x->vlen > y->vlen;
-}
-
+/* The canonical query (util's cn_sigv4_canonical_query, the one the client signs with) of
+ * the request's parameters; a presigned URL's own X-Amz-Signature is not part of it. */
 static cn_err canonical_query(cn_str query, bool presigned, cn_buf *b)
 {
 	qset *qs = malloc(sizeof *qs);
-	encq *eq = NULL;
-	cn_buf enc;
-	cn_buf_init(&enc);
+	cn_query_param *params = NULL;
 	if (!qs)
 		return CN_ERR_NOMEM;
 	cn_err e = qset_parse(query, qs);
 	if (e)
 		goto out;
-	eq = malloc(sizeof *eq * (qs->n ? qs->n : 1));
-	if (!eq) {
+	params = malloc(sizeof *params * (qs->n ? qs->n : 1));
+	if (!params) {
 		e = CN_ERR_NOMEM;
 		goto out;
 	}
@@ -254,42 +235,11 @@ static cn_err canonical_query(cn_str query, bool presigned, cn_buf *b)
 		const qparam *p = &qs->p[i];
 		if (presigned && p->nlen == 15 && memcmp(p->name, "X-Amz-Signature", 15) == 0)
 			continue;
-		eq[n].noff = enc.len;
-		if ((e = cn_url_encode(&enc, (cn_str){ p->name, p->nlen }, false)))
-			goto out;
-		eq[n].nlen = enc.len - eq[n].noff;
-		eq[n].voff = enc.len;
-		if ((e = cn_url_encode(&enc, (cn_str){ p->value, p->vlen }, false)))
-			goto out;
-		eq[n].vlen = enc.len - eq[n].voff;
-		if (enc.len > CANON_MAX) {
-			e = CN_ERR_TOO_LARGE;
-			goto out;
-		}
-		n++;
+		params[n++] = (cn_query_param){ { p->name, p->nlen }, { p->value, p->vlen } };
 	}
-	for (size_t i = 1; i < n; i++) { /* insertion sort: n <= 256, no shared state */
-		encq key = eq[i];
-		size_t j = i;
-		while (j > 0 && encq_cmp(enc.p, &eq[j - 1], &key) > 0) {
-			eq[j] = eq[j - 1];
-			j--;
-		}
-		eq[j] = key;
-	}
-	for (size_t i = 0; i < n && !e; i++) {
-		if (i)
-			e = cn_buf_append(b, "&", 1);
-		if (!e)
-			e = cn_buf_append(b, enc.p + eq[i].noff, eq[i].nlen);
-		if (!e)
-			e = cn_buf_append(b, "=", 1);
-		if (!e)
-			e = cn_buf_append(b, enc.p + eq[i].voff, eq[i].vlen);
-	}
+	e = cn_sigv4_canonical_query(params, n, CANON_MAX, b);
 out:
-	cn_buf_fini(&enc);
-	free(eq);
+	free(params);
 	qset_fini(qs);
 	free(qs);
 	return e;

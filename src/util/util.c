@@ -1,9 +1,11 @@
 /* util.c: implementations of the shared helpers declared in util.h — error names, string
- * views, cn_buf, stream helpers, logging, time formatting/parsing and the small encoders
- * (hex, base64, percent-encoding, UTF-8 validation) that several layers use. */
+ * views, cn_buf, stream helpers, logging, time formatting/parsing, durations, the
+ * environment's paired names (CAIRN_x or MINIO_x) and the small encoders (hex, base64,
+ * percent-encoding, UTF-8 validation) that several layers use. */
 #include "util/util.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,6 +49,14 @@ void cn_assert_fail(const char *expr, const char *file, int line)
 bool cn_str_eq(cn_str a, cn_str b)
 {
 	return a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
+}
+
+int cn_str_cmp(cn_str a, cn_str b)
+{
+	int c = a.len && b.len ? memcmp(a.p, b.p, a.len < b.len ? a.len : b.len) : 0;
+	if (c)
+		return c;
+	return a.len < b.len ? -1 : a.len > b.len;
 }
 
 bool cn_str_eq_c(cn_str a, const char *c)
@@ -340,6 +350,54 @@ int64_t cn_mono_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+cn_err cn_parse_duration(const char *s, int64_t *ns)
+{
+	if (!s || !*s)
+		return CN_ERR_INVALID;
+	double total = 0;
+	const char *p = s;
+	bool any = false;
+	while (*p) {
+		char *end;
+		if (*p == '-' || *p == '+')
+			return CN_ERR_INVALID;
+		double v = strtod(p, &end);
+		if (end == p || !isfinite(v) || v < 0)
+			return CN_ERR_INVALID;
+		p = end;
+		double mul;
+		if (!strncmp(p, "ms", 2)) {
+			mul = 1e6;
+			p += 2;
+		} else if (!strncmp(p, "us", 2) || !strncmp(p, "µs", 3)) {
+			mul = 1e3;
+			p += *p == 'u' ? 2 : 3;
+		} else if (!strncmp(p, "ns", 2)) {
+			mul = 1;
+			p += 2;
+		} else if (*p == 'h') {
+			mul = 3600e9;
+			p++;
+		} else if (*p == 'm') {
+			mul = 60e9;
+			p++;
+		} else if (*p == 's') {
+			mul = 1e9;
+			p++;
+		} else if (!*p && !any) {
+			mul = 1e9; /* plain seconds */
+		} else {
+			return CN_ERR_INVALID;
+		}
+		total += v * mul;
+		any = true;
+	}
+	if (total > 365.0 * 24 * 3600e9)
+		return CN_ERR_INVALID;
+	*ns = (int64_t)llround(total);
+	return CN_OK;
 }
 
 static const char *const wdays[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
@@ -674,4 +732,13 @@ void cn_simd_settle(void)
 	if (have_avx)
 		__asm__ volatile("vzeroupper" ::: "memory");
 #endif
+}
+
+const char *cn_env2(const char *name, const char *alias)
+{
+	const char *v = getenv(name);
+	if (v && *v)
+		return v;
+	v = getenv(alias);
+	return v && *v ? v : NULL;
 }

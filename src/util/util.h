@@ -68,6 +68,8 @@ typedef struct cn_str {
 #define CN_STR(lit) ((cn_str){ (lit), sizeof(lit) - 1 })
 static inline cn_str cn_str_c(const char *s);
 bool cn_str_eq(cn_str a, cn_str b);
+/* Byte-wise order (memcmp's; a prefix first): < 0, 0 or > 0. */
+int cn_str_cmp(cn_str a, cn_str b);
 bool cn_str_eq_c(cn_str a, const char *c);        /* exact */
 bool cn_str_ieq_c(cn_str a, const char *c);       /* ASCII case-insensitive */
 bool cn_str_has_prefix(cn_str a, const char *prefix);
@@ -129,6 +131,11 @@ struct cn_writer {
 /* Reads until len bytes or EOF; returns bytes read (< len only at EOF) or negative cn_err. */
 ssize_t cn_read_full(cn_reader *r, void *buf, size_t len);
 
+/* The value of the environment variable name, or else of alias (CAIRN_x, then the
+ * MINIO_x or WARP_x it stands for), whichever is first set and not empty; NULL when
+ * neither is. */
+const char *cn_env2(const char *name, const char *alias);
+
 /* Logging: one line to stderr, with level and optional request id. Thread-safe. */
 typedef enum { CN_LOG_DEBUG, CN_LOG_INFO, CN_LOG_WARN, CN_LOG_ERROR } cn_log_level;
 extern cn_log_level cn_log_min;
@@ -139,6 +146,10 @@ void cn_log(cn_log_level lvl, const char *reqid, const char *fmt, ...)
 int64_t cn_now_ms(void);          /* wall clock, ms since epoch */
 int64_t cn_mono_ms(void);         /* monotonic ms */
 int64_t cn_mono_ns(void);         /* monotonic ns */
+/* A duration as Go writes them (MinIO's settings and warp's flags): decimal numbers, each
+ * with a unit h, m, s, ms, us (or µs), ns ("1h30m", "1.5s", "250ms"), or one plain number
+ * of seconds ("90"). No sign; at most a year. *ns set on CN_OK; CN_ERR_INVALID else. */
+cn_err cn_parse_duration(const char *s, int64_t *ns);
 /* The CLOCK_REALTIME instant ms from now, for pthread_cond_timedwait. */
 struct timespec;
 void cn_deadline_after_ms(int64_t ms, struct timespec *ts);
@@ -234,6 +245,17 @@ cn_err cn_url_decode(cn_str in, bool plus_is_space, char *out, size_t cap, size_
 /* Percent-encoding per RFC 3986 unreserved set (A-Z a-z 0-9 - _ . ~), keeping '/' when
  * keep_slash. Appends to b. This is the AWS SigV4 URI encoding. */
 cn_err cn_url_encode(cn_buf *b, cn_str in, bool keep_slash);
+/* One parameter of a query string, decoded (an absent value is ""). */
+typedef struct cn_query_param {
+	cn_str name, value;
+} cn_query_param;
+/* Appends the AWS SigV4 canonical query string of params[n] (sigv4.c) to b: each name and
+ * value URI-encoded (cn_url_encode, '/' encoded too), the pairs sorted by encoded name, then
+ * encoded value, joined as name=value&... CN_ERR_TOO_LARGE when the encoded names and
+ * values pass max_len bytes; CN_ERR_NOMEM. Used by the server's verifier and the client's
+ * signer alike, so that both sign the same bytes. */
+cn_err cn_sigv4_canonical_query(const cn_query_param *params, size_t n, size_t max_len,
+                                cn_buf *b);
 /* True when s is valid UTF-8 (no overlongs, no surrogates). */
 bool cn_utf8_valid(const char *s, size_t len);
 

@@ -187,18 +187,6 @@ TEST(test_parse_size)
 	CHECK_EQ_INT(cn_bench_parse_size("4XB", &v), CN_ERR_INVALID);
 	CHECK_EQ_INT(cn_bench_parse_size("", &v), CN_ERR_INVALID);
 	CHECK_EQ_INT(cn_bench_parse_size("5TiB", &v), CN_ERR_INVALID);
-	int64_t ns;
-	CHECK_EQ_INT(cn_bench_parse_duration("1m30s", &ns), CN_OK);
-	CHECK_EQ_INT(ns, 90 * S);
-	CHECK_EQ_INT(cn_bench_parse_duration("500ms", &ns), CN_OK);
-	CHECK_EQ_INT(ns, 500 * MS);
-	CHECK_EQ_INT(cn_bench_parse_duration("2", &ns), CN_OK);
-	CHECK_EQ_INT(ns, 2 * S);
-	CHECK_EQ_INT(cn_bench_parse_duration("1h", &ns), CN_OK);
-	CHECK_EQ_INT(ns, 3600 * S);
-	CHECK_EQ_INT(cn_bench_parse_duration("5x", &ns), CN_ERR_INVALID);
-	CHECK_EQ_INT(cn_bench_parse_duration("-5s", &ns), CN_ERR_INVALID);
-	CHECK_EQ_INT(cn_bench_parse_duration("1s2", &ns), CN_ERR_INVALID);
 }
 
 TEST(test_flags)

@@ -1,10 +1,13 @@
 /* Unit tests for the string helpers the request path uses instead of the printf engine
  * (src/util/util.c): cn_strlcpy, cn_fmt_u64, cn_buf_put_u64, cn_find_crlfcrlf. Each is
- * compared with the libc call it replaces (snprintf, memmem) over many inputs. */
+ * compared with the libc call it replaces (snprintf, memmem) over many inputs. cn_str_cmp:
+ * memcmp's order, a prefix first. cn_env2: the first of a setting's two names that is set
+ * and not empty. */
 #include "util/util.h"
 #include "test.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 TEST(strlcpy_is_snprintf_s)
@@ -81,10 +84,41 @@ TEST(find_crlfcrlf_is_memmem)
 	CHECK(cn_find_crlfcrlf(head, 29) == NULL); /* the last byte of the end not yet here */
 }
 
+TEST(str_cmp_is_memcmp_then_length)
+{
+	CHECK(cn_str_cmp(CN_STR("a"), CN_STR("b")) < 0);
+	CHECK(cn_str_cmp(CN_STR("b"), CN_STR("a")) > 0);
+	CHECK(cn_str_cmp(CN_STR("ab"), CN_STR("ab")) == 0);
+	CHECK(cn_str_cmp(CN_STR("ab"), CN_STR("abc")) < 0); /* a prefix first */
+	CHECK(cn_str_cmp(CN_STR("abc"), CN_STR("ab")) > 0);
+	CHECK(cn_str_cmp(CN_STR(""), CN_STR("a")) < 0);
+	CHECK(cn_str_cmp((cn_str){ NULL, 0 }, CN_STR("")) == 0);
+	CHECK(cn_str_cmp(CN_STR("\xff"), CN_STR("a")) > 0); /* unsigned bytes */
+}
+
+TEST(env2_first_set_and_not_empty)
+{
+	unsetenv("CN_TEST_A");
+	unsetenv("CN_TEST_B");
+	CHECK(cn_env2("CN_TEST_A", "CN_TEST_B") == NULL);
+	setenv("CN_TEST_B", "", 1);
+	CHECK(cn_env2("CN_TEST_A", "CN_TEST_B") == NULL); /* an empty alias is unset too */
+	setenv("CN_TEST_B", "b", 1);
+	CHECK_EQ_STR(cn_env2("CN_TEST_A", "CN_TEST_B"), "b");
+	setenv("CN_TEST_A", "", 1);
+	CHECK_EQ_STR(cn_env2("CN_TEST_A", "CN_TEST_B"), "b");
+	setenv("CN_TEST_A", "a", 1);
+	CHECK_EQ_STR(cn_env2("CN_TEST_A", "CN_TEST_B"), "a");
+	unsetenv("CN_TEST_A");
+	unsetenv("CN_TEST_B");
+}
+
 int main(void)
 {
 	RUN(strlcpy_is_snprintf_s);
 	RUN(fmt_u64_is_printf);
 	RUN(find_crlfcrlf_is_memmem);
+	RUN(str_cmp_is_memcmp_then_length);
+	RUN(env2_first_set_and_not_empty);
 	TEST_END();
 }

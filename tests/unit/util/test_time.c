@@ -1,7 +1,9 @@
 /* Unit tests for the dates of src/util/util.c: the HTTP date (cn_time_http), formatted by
  * hand, must equal strftime's IMF-fixdate for every date it is given; cn_time_utc must
  * equal gmtime_r field by field, and the parsers (cn_time_parse_amz/_http, by arithmetic)
- * must give what timegm gives, normalisation of days past a month's end included. */
+ * must give what timegm gives, normalisation of days past a month's end included. Durations
+ * (cn_parse_duration, the grammar of the server's settings and of bench's flags) as Go
+ * writes them. */
 #include "util/util.h"
 #include "test.h"
 
@@ -116,6 +118,32 @@ TEST(parsers_like_timegm)
 	CHECK_EQ_STR(iso, "2000-02-29T11:59:59.123Z");
 }
 
+TEST(durations_as_go_writes_them)
+{
+	const int64_t ms = 1000000, sec = 1000 * ms;
+	static const struct {
+		const char *text;
+		int64_t ns;
+	} ok[] = {
+		{ "1m30s", 90 * sec }, { "1h30m", 5400 * sec }, { "1.5h", 5400 * sec },
+		{ "500ms", 500 * ms }, { "2", 2 * sec }, { "0", 0 }, { "1h", 3600 * sec },
+		{ "24h", 86400 * sec }, { "250us", 250000 }, { "250µs", 250000 }, { "7ns", 7 },
+		{ "1m0.5s", 60 * sec + 500 * ms },
+	};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		int64_t ns = -1;
+		CHECK_EQ_INT(cn_parse_duration(ok[i].text, &ns), CN_OK);
+		CHECK_EQ_INT(ns, ok[i].ns);
+	}
+	static const char *const bad[] = { "", "5x", "-5s", "+5s", "1s2", "s", "1 h", "ms", "366d",
+		                               "9000h" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		int64_t ns = -1;
+		CHECK_EQ_INT(cn_parse_duration(bad[i], &ns), CN_ERR_INVALID);
+		CHECK_EQ_INT(ns, -1);
+	}
+}
+
 int main(void)
 {
 	RUN(known_dates);
@@ -123,5 +151,6 @@ int main(void)
 	RUN(out_of_range_years_stay_bounded);
 	RUN(utc_like_gmtime);
 	RUN(parsers_like_timegm);
+	RUN(durations_as_go_writes_them);
 	TEST_END();
 }
