@@ -13,8 +13,8 @@
 # PRIME (unset: none), KEYS (unset: s3bench's default; a small count makes PUTs overwrite:
 # keys are used round-robin), IMG (/tmp/cairn-ab.img), IMG_SIZE (4G), MNT (/mnt/cairn-ab).
 # The loop device reads and writes its file with direct I/O (losetup --direct-io=on), so
-# the filesystem's data is cached once, as on a disk (and O_DIRECT writes, as in
-# scripts/experiments/odirect-shards.patch, reach the disk as without the loop device).
+# the filesystem's data is cached once, as on a disk (and O_DIRECT writes reach the disk
+# as without the loop device).
 # Example: PRIME=3 DRIVES="/d{1...16}" scripts/ab-fresh-fs.sh /tmp/cairn-old build/cairn 3
 set -euo pipefail
 A=$1 B=$2 PAIRS=${3:-3}

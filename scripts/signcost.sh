@@ -11,13 +11,17 @@
 #                 client's signing cost without any S3 server work)
 #   cairn         s3bench with SigV4 against cairn
 # Prints obj/s, server CPU per GET (s3bench --server-pid: cairn, or nginx's workers) and
-# the client's CPU per GET (for wrk: its user+system time over the phase). CLIENT_ENV="VAR=value ..." runs s3bench with that environment,
+# the client's CPU per GET (for wrk: its user+system time over the phase): docs/PERF.md's
+# GET-ratio tables come from it.
+# Run (after make; needs nginx, wrk and the shared harness ../shared/bench, or SHARED=):
+#   scripts/signcost.sh 16 4 64k 3
+# CLIENT_ENV="VAR=value ..." runs s3bench with that environment,
 # e.g. CLIENT_ENV=GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=1073741824
 # keeps the client's heap from being returned and faulted back in on every burst, which
 # otherwise makes its CPU per GET swing 2-3x between runs (docs/PERF.md).
 # S3BENCH: the s3bench binary ../shared/bench builds (default its cache).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 N=${1:-16} M=${2:-4} SIZE=${3:-64k} REPS=${4:-3}
 BIN=${CAIRN_BIN:-build/cairn}
 S=${S3BENCH:-/tmp/s3harness/cache/bin/s3bench}

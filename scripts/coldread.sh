@@ -5,9 +5,12 @@
 # Starts build/cairn (or CAIRN_BIN) on DRIVES fresh folders (default 4, EC:2), PUTs KEYS
 # objects of SIZE (default 2000 x 64k) with s3bench, then runs three 1 s GET-only phases
 # over those keys: "cold" (every object's first read, then hits), "warm", "warm2".
-# Prints server CPU per GET (s3bench --server-pid) and minor page faults per phase.
+# Prints server CPU per GET (s3bench --server-pid) and minor page faults per phase: the
+# figures of docs/PERF.md "What a first read costs".
+# Run (after make): scripts/coldread.sh 4 2 4k 20000
 # S3BENCH: the s3bench binary ../shared/bench builds (default its cache).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 N=${1:-4} M=${2:-2} SIZE=${3:-64k} KEYS=${4:-2000}
 BIN=${CAIRN_BIN:-build/cairn}
 S=${S3BENCH:-/tmp/s3harness/cache/bin/s3bench}
