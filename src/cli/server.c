@@ -229,13 +229,20 @@ static int64_t env_duration(const char *cname, const char *mname)
 	return ms;
 }
 
-int cn_cli_server(int argc, char **argv)
-{
-	const char *address = ":9000", *domain = NULL, *region = NULL;
-	int workers = 0, loops = 0;
-	bool durable = true;
+/* What the command line says (flags and drive arguments). */
+typedef struct server_opts {
+	const char *address, *domain, *region;
+	int workers, loops; /* 0: the default */
+	bool durable;
 	const char *args[64];
-	size_t nargs = 0;
+	size_t nargs;
+} server_opts;
+
+/* Reads the flags and drive arguments into o. Returns -1 to go on, else the exit status:
+ * 0 after --help, 2 on a bad or missing argument. */
+static int parse_flags(int argc, char **argv, server_opts *o)
+{
+	*o = (server_opts){ .address = ":9000", .durable = true };
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		const char *val = (i + 1 < argc) ? argv[i + 1] : NULL;
@@ -243,83 +250,88 @@ int cn_cli_server(int argc, char **argv)
 			server_usage(stdout);
 			return 0;
 		} else if (!strcmp(a, "--address") && val) {
-			address = val;
+			o->address = val;
 			i++;
 		} else if (!strcmp(a, "--domain") && val) {
-			domain = val;
+			o->domain = val;
 			i++;
 		} else if (!strcmp(a, "--region") && val) {
-			region = val;
+			o->region = val;
 			i++;
 		} else if (!strcmp(a, "--workers") && val) {
-			workers = atoi(val);
-			if (workers < 1 || workers > 4096) {
+			o->workers = atoi(val);
+			if (o->workers < 1 || o->workers > 4096) {
 				fprintf(stderr, "cairn server: --workers must be 1..4096\n");
 				return 2;
 			}
 			i++;
 		} else if (!strcmp(a, "--loops") && val) {
-			loops = atoi(val);
-			if (loops < 1 || loops > MAX_LOOPS) {
+			o->loops = atoi(val);
+			if (o->loops < 1 || o->loops > MAX_LOOPS) {
 				fprintf(stderr, "cairn server: --loops must be 1..%d\n", MAX_LOOPS);
 				return 2;
 			}
 			i++;
 		} else if (!strcmp(a, "--no-fsync")) {
-			durable = false;
+			o->durable = false;
 		} else if (!strcmp(a, "--quiet")) {
 			cn_log_min = CN_LOG_WARN;
 		} else if (a[0] == '-' && a[1] == '-') {
 			fprintf(stderr, "cairn server: unknown or incomplete option '%s' (see cairn server --help)\n", a);
 			return 2;
-		} else if (nargs < 64) {
-			args[nargs++] = a;
+		} else if (o->nargs < 64) {
+			o->args[o->nargs++] = a;
 		}
 	}
-	if (nargs == 0) {
+	if (o->nargs == 0) {
 		fprintf(stderr, "cairn server: which folder should I serve? e.g. cairn server ./data\n");
 		return 2;
 	}
-	const char *pauth = cn_env2("CAIRN_PROMETHEUS_AUTH_TYPE", "MINIO_PROMETHEUS_AUTH_TYPE");
-	if (pauth && strcmp(pauth, "jwt") && strcmp(pauth, "public")) {
-		fprintf(stderr, "cairn server: CAIRN_PROMETHEUS_AUTH_TYPE=%s: expected jwt (the default: "
-		                "metrics need a bearer token) or public\n", pauth);
-		return 2;
-	}
-	/* Lay the arguments out: pools of erasure sets and their parity (MinIO's rules). */
-	cn_layout lay;
+	return -1;
+}
+
+/* Lays the drive arguments out as pools of erasure sets and their parity (MinIO's rules,
+ * cluster/layout.h). Returns -1 to go on (lay to be freed), else the exit status 2. */
+static int lay_out_drives(const server_opts *o, cn_layout *lay)
+{
 	char lerr[512];
-	cn_err le = cn_layout_build_env(args, nargs, &lay, lerr, sizeof lerr);
+	cn_err le = cn_layout_build_env(o->args, o->nargs, lay, lerr, sizeof lerr);
 	if (le) {
 		fprintf(stderr, "cairn server: %s\n", lerr[0] ? lerr : cn_err_str(le));
 		return 2;
 	}
-	if (lay.distributed) {
+	if (lay->distributed) {
 		fprintf(stderr, "cairn server: distributed deployments (http:// endpoints) are not "
 		                "supported yet: give local drive folders\n");
-		cn_layout_fini(&lay);
+		cn_layout_fini(lay);
 		return 2;
 	}
-	char storage_line[512];
-	{
-		size_t at = 0;
-		at += (size_t)snprintf(storage_line, sizeof storage_line, "pools: %zu, sets: ", lay.npools);
-		for (size_t p = 0; p < lay.npools && at < sizeof storage_line; p++)
-			at += (size_t)snprintf(storage_line + at, sizeof storage_line - at, "%s%zu x %u drive%s",
-			                       p ? " + " : "", lay.pools[p].nsets, lay.pools[p].set_size,
-			                       lay.pools[p].set_size == 1 ? "" : "s");
-		if (at < sizeof storage_line) {
-			if (lay.single_drive)
-				snprintf(storage_line + at, sizeof storage_line - at,
-				         ", parity EC:0 (one drive: no erasure coding)");
-			else
-				snprintf(storage_line + at, sizeof storage_line - at, ", parity EC:%u (RRS EC:%u)",
-				         lay.parity_standard, lay.parity_rrs);
-		}
+	return -1;
+}
+
+/* The banner's and the open error's one-line description of the layout. */
+static void describe_storage(const cn_layout *lay, char *line, size_t cap)
+{
+	size_t at = 0;
+	at += (size_t)snprintf(line, cap, "pools: %zu, sets: ", lay->npools);
+	for (size_t p = 0; p < lay->npools && at < cap; p++)
+		at += (size_t)snprintf(line + at, cap - at, "%s%zu x %u drive%s",
+		                       p ? " + " : "", lay->pools[p].nsets, lay->pools[p].set_size,
+		                       lay->pools[p].set_size == 1 ? "" : "s");
+	if (at < cap) {
+		if (lay->single_drive)
+			snprintf(line + at, cap - at, ", parity EC:0 (one drive: no erasure coding)");
+		else
+			snprintf(line + at, cap - at, ", parity EC:%u (RRS EC:%u)",
+			         lay->parity_standard, lay->parity_rrs);
 	}
-	/* Listen address. */
-	char host[256] = "0.0.0.0";
-	int port = 9000;
+}
+
+/* --address HOST:PORT, :PORT or [V6]:PORT into host (cap 256; "localhost" as 127.0.0.1,
+ * none: 0.0.0.0) and port. Returns -1 to go on, else the exit status 2. */
+static int parse_address(const char *address, char *host, size_t cap, int *port)
+{
+	snprintf(host, cap, "0.0.0.0");
 	const char *colon = strrchr(address, ':');
 	if (!colon) {
 		fprintf(stderr, "cairn server: --address must be HOST:PORT or :PORT, got '%s'\n", address);
@@ -331,14 +343,14 @@ int cn_cli_server(int argc, char **argv)
 			address++;
 			hl -= 2;
 		}
-		if (hl >= sizeof host) {
+		if (hl >= cap) {
 			fprintf(stderr, "cairn server: host too long in --address\n");
 			return 2;
 		}
 		memcpy(host, address, hl);
 		host[hl] = 0;
 		if (!strcmp(host, "localhost"))
-			strcpy(host, "127.0.0.1");
+			snprintf(host, cap, "127.0.0.1");
 	}
 	char *end;
 	long p = strtol(colon + 1, &end, 10);
@@ -346,37 +358,52 @@ int cn_cli_server(int argc, char **argv)
 		fprintf(stderr, "cairn server: bad port in --address '%s'\n", address);
 		return 2;
 	}
-	port = (int)p;
+	*port = (int)p;
+	return -1;
+}
 
-	const char *user = cn_env2("CAIRN_ROOT_USER", "MINIO_ROOT_USER");
-	const char *pass = cn_env2("CAIRN_ROOT_PASSWORD", "MINIO_ROOT_PASSWORD");
-	const char *cred_src = getenv("CAIRN_ROOT_USER") ? "CAIRN_ROOT_USER/CAIRN_ROOT_PASSWORD"
-	                                                 : "MINIO_ROOT_USER/MINIO_ROOT_PASSWORD";
-	if (!user || !pass) {
-		user = "minioadmin";
-		pass = "minioadmin";
-		cred_src = "built-in default";
+/* The root credentials from the environment (the built-in default, loudly, when unset)
+ * and where they came from. Returns -1 to go on, else the exit status 2 (too short). */
+static int root_credentials(const char **user, const char **pass, const char **source)
+{
+	*user = cn_env2("CAIRN_ROOT_USER", "MINIO_ROOT_USER");
+	*pass = cn_env2("CAIRN_ROOT_PASSWORD", "MINIO_ROOT_PASSWORD");
+	*source = getenv("CAIRN_ROOT_USER") ? "CAIRN_ROOT_USER/CAIRN_ROOT_PASSWORD"
+	                                    : "MINIO_ROOT_USER/MINIO_ROOT_PASSWORD";
+	if (!*user || !*pass) {
+		*user = "minioadmin";
+		*pass = "minioadmin";
+		*source = "built-in default";
 		fprintf(stderr,
 			"\n"
 			"WARNING: no credentials set: using the DEFAULT root credentials minioadmin:minioadmin.\n"
 			"WARNING: anyone who can reach this port can read and write everything.\n"
 			"WARNING: set CAIRN_ROOT_USER and CAIRN_ROOT_PASSWORD before exposing this server.\n\n");
-	} else if (strlen(user) < 3 || strlen(pass) < 8) {
+	} else if (strlen(*user) < 3 || strlen(*pass) < 8) {
 		fprintf(stderr, "cairn server: the root user needs at least 3 characters and the password at least 8\n");
 		return 2;
 	}
-	if (!durable)
-		fprintf(stderr, "WARNING: --no-fsync: writes are acknowledged before they are on stable "
-		                "storage; a crash or power loss can lose acknowledged objects.\n");
+	return -1;
+}
 
-	/* Many idle keep-alive connections need descriptors: raise the soft limit to the hard. */
+/* Many idle keep-alive connections need descriptors: the soft limit raised to the hard. */
+static void raise_fd_limit(void)
+{
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+/* Opens the object store over the layout with the settings of the environment (which exit
+ * 2 when malformed; CAIRN_SHUTDOWN_TIMEOUT sets the grace of the stop). Returns -1 to go
+ * on, else the exit status (2: too many pools, 1: the store did not open). */
+static int open_store(const server_opts *o, const cn_layout *lay, const char *storage_line,
+                      cn_obj_store **store)
+{
 	cn_obj_config oc = {
-		.durable = durable,
+		.durable = o->durable,
 		.inline_max = 128 * 1024,
 		.upload_expiry_ms = env_duration("CAIRN_API_STALE_UPLOADS_EXPIRY", "MINIO_API_STALE_UPLOADS_EXPIRY"),
 		.upload_cleanup_ms = env_duration("CAIRN_API_STALE_UPLOADS_CLEANUP_INTERVAL",
@@ -387,46 +414,40 @@ int cn_cli_server(int argc, char **argv)
 	int64_t grace = env_duration("CAIRN_SHUTDOWN_TIMEOUT", "MINIO_SHUTDOWN_TIMEOUT");
 	if (grace > 0)
 		g_grace_ms = grace > INT32_MAX ? INT32_MAX : (int)grace;
-	cn_obj_store *store = NULL;
 	cn_obj_pool_spec pspec[64];
-	if (lay.npools > 64) {
+	if (lay->npools > 64) {
 		fprintf(stderr, "cairn server: at most 64 pools\n");
 		return 2;
 	}
-	for (size_t i = 0; i < lay.npools; i++)
-		pspec[i] = (cn_obj_pool_spec){ .drives = (const char *const *)lay.endpoints + lay.pools[i].first,
-		                               .nsets = lay.pools[i].nsets, .set_size = lay.pools[i].set_size };
-	cn_obj_topology topo = { .pools = pspec, .npools = lay.npools,
-	                         .parity_standard = lay.parity_standard, .parity_rrs = lay.parity_rrs };
-	cn_err e = cn_obj_store_open_topology(&topo, &oc, &store);
+	for (size_t i = 0; i < lay->npools; i++)
+		pspec[i] = (cn_obj_pool_spec){ .drives = (const char *const *)lay->endpoints + lay->pools[i].first,
+		                               .nsets = lay->pools[i].nsets, .set_size = lay->pools[i].set_size };
+	cn_obj_topology topo = { .pools = pspec, .npools = lay->npools,
+	                         .parity_standard = lay->parity_standard, .parity_rrs = lay->parity_rrs };
+	cn_err e = cn_obj_store_open_topology(&topo, &oc, store);
 	if (e) {
 		fprintf(stderr, "cairn server: cannot open storage at %s%s (%s): %s (see the log lines "
-		        "above)\n", args[0], nargs > 1 ? " ..." : "", storage_line, cn_err_str(e));
+		        "above)\n", o->args[0], o->nargs > 1 ? " ..." : "", storage_line, cn_err_str(e));
 		if (e == CN_ERR_UNSUPPORTED)
 			fprintf(stderr, "cairn server: this build cannot serve erasure-coded multi-drive sets "
 			                "yet\n");
-		cn_layout_fini(&lay);
 		return 1;
 	}
-	cn_s3_config sc = {
-		.store = store,
-		.access_key = user,
-		.secret_key = pass,
-		.region = region ? region : "us-east-1",
-		.domain = domain,
-		.enforce_region = region != NULL,
-	};
-	cn_s3_server *s3 = NULL;
-	if ((e = cn_s3_new(&sc, &s3))) {
-		fprintf(stderr, "cairn server: %s\n", cn_err_str(e));
-		return 1;
-	}
+	return -1;
+}
+
+/* Makes the event loops (g_nets) listening on host:port and serving s3: --loops of them
+ * (default one per two CPUs), sharing --workers. Returns -1 to go on, else the exit
+ * status 1 (cannot listen). */
+static int make_loops(const server_opts *o, const char *host, int port, cn_s3_server *s3)
+{
 	const char *lg = getenv("CAIRN_LINGER_MS");
 	const char *grow = getenv("CAIRN_WORKERS_GROW_AFTER_MS"); /* net.h; tests: -1 */
 	/* net.h invariant 7: bytes/s a client must keep up while a worker waits on it, after a
 	 * grace (defaults 1024 and 10000 ms; a negative rate: none) */
 	const char *min_rate = getenv("CAIRN_API_MIN_RATE");
 	const char *rate_grace = getenv("CAIRN_API_RATE_GRACE_MS");
+	int loops = o->loops, workers = o->workers;
 	if (loops == 0) {
 		/* one loop per two CPUs: the other half runs workers (hashing, disk). On the
 		 * 2-core bench machines one loop used less CPU per request than two for the
@@ -446,25 +467,21 @@ int cn_cli_server(int argc, char **argv)
 	                     .rate_grace_ms = rate_grace ? atoi(rate_grace) : 0 };
 	for (int i = 0; i < loops; i++) {
 		cn_net *net = NULL;
-		if ((e = cn_net_new(&nc, serve, s3, &net))) {
+		if (cn_net_new(&nc, serve, s3, &net)) {
 			fprintf(stderr, "cairn server: cannot listen on %s:%d (see the log line above)\n", host, nc.port);
 			return 1;
 		}
 		g_nets[g_nloops++] = net;
 		nc.port = cn_net_port(net); /* port 0: the others join the port the first got */
 	}
-	cn_net *net = g_nets[0];
-	cn_s3_set_serving_stats(s3, serving_stats, NULL);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	cn_s3_set_ready(s3, true);
+	return -1;
+}
 
+static void print_banner(const server_opts *o, const char *storage_line, const char *host,
+                         const char *user, const char *cred_source)
+{
 	const char *shown = strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : host;
-	int bport = cn_net_port(net);
+	int bport = cn_net_port(g_nets[0]);
 	fprintf(stderr,
 		"cairn: serving S3 from %s%s\n"
 		"  Storage:     %s\n"
@@ -472,10 +489,18 @@ int cn_cli_server(int argc, char **argv)
 		"  Credentials: %s (access key %s)\n"
 		"  Durability:  %s\n"
 		"  Try:         AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=<password> aws --endpoint-url http://%s:%d s3 ls\n",
-		args[0], nargs > 1 ? " ..." : "", storage_line, shown, bport, host, bport, cred_src, user,
-		durable ? "fsync before every acknowledgement (group commit)" : "OFF (--no-fsync)",
+		o->args[0], o->nargs > 1 ? " ..." : "", storage_line, shown, bport, host, bport, cred_source,
+		user, o->durable ? "fsync before every acknowledgement (group commit)" : "OFF (--no-fsync)",
 		user, shown, bport);
 	fflush(stderr);
+}
+
+/* Runs every loop (the first on this thread) until a stop signal, then waits for the
+ * requests in flight. Past the grace with requests still running (hung, e.g. in a drive
+ * call) the process exits 1 here: they use the loops, the S3 layer and the drives, so
+ * nothing is freed under them (what was acknowledged is already durable). */
+static void serve_until_stopped(void)
+{
 	pthread_t th[MAX_LOOPS];
 	for (int i = 1; i < g_nloops; i++)
 		if (cn_thread_create(&th[i], NULL, loop_main, g_nets[i]) != 0) {
@@ -485,7 +510,7 @@ int cn_cli_server(int argc, char **argv)
 			fflush(NULL);
 			_exit(1);
 		}
-	e = cn_net_run(net, g_grace_ms);
+	cn_err e = cn_net_run(g_nets[0], g_grace_ms);
 	for (int i = 1; i < g_nloops; i++) {
 		cn_net_stop(g_nets[i]);
 		void *r = NULL;
@@ -494,15 +519,18 @@ int cn_cli_server(int argc, char **argv)
 			e = (cn_err)(intptr_t)r;
 	}
 	if (e) {
-		/* Workers still run requests (hung, e.g. in a drive call): they use the loops,
-		 * the S3 layer and the drives, so nothing is freed under them; the process ends
-		 * here as a kill would end it. What was acknowledged is already durable. */
 		cn_log(CN_LOG_WARN, NULL,
 		       "shutting down with requests still running after %d ms (hung?): exiting "
 		       "without closing the drives", g_grace_ms);
 		fflush(NULL);
 		_exit(1);
 	}
+}
+
+/* After a clean stop: frees the loops and the S3 layer and closes the store, under
+ * close_watchdog (a close hung on a drive exits 1 past the grace). */
+static void close_all(cn_s3_server *s3, cn_obj_store *store, cn_layout *lay)
+{
 	cn_log(CN_LOG_INFO, NULL, "shutting down");
 	/* the loops go now: a second signal ends the process at once (as a kill would), not
 	 * on_signal on a freed loop */
@@ -518,7 +546,7 @@ int cn_cli_server(int argc, char **argv)
 		cn_net_free(g_nets[i]);
 	cn_s3_free(s3);
 	cn_obj_store_close(store);
-	cn_layout_fini(&lay);
+	cn_layout_fini(lay);
 	if (watched) {
 		pthread_mutex_lock(&g_close_mu);
 		g_closed = true;
@@ -526,5 +554,68 @@ int cn_cli_server(int argc, char **argv)
 		pthread_mutex_unlock(&g_close_mu);
 		pthread_join(wd, NULL);
 	}
-	return 0; /* a stop with requests still running exited above */
+}
+
+int cn_cli_server(int argc, char **argv)
+{
+	server_opts o;
+	int rc = parse_flags(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	const char *pauth = cn_env2("CAIRN_PROMETHEUS_AUTH_TYPE", "MINIO_PROMETHEUS_AUTH_TYPE");
+	if (pauth && strcmp(pauth, "jwt") && strcmp(pauth, "public")) {
+		fprintf(stderr, "cairn server: CAIRN_PROMETHEUS_AUTH_TYPE=%s: expected jwt (the default: "
+		                "metrics need a bearer token) or public\n", pauth);
+		return 2;
+	}
+	cn_layout lay;
+	if ((rc = lay_out_drives(&o, &lay)) >= 0)
+		return rc;
+	char storage_line[512];
+	describe_storage(&lay, storage_line, sizeof storage_line);
+	char host[256];
+	int port = 9000;
+	const char *user, *pass, *cred_source;
+	if ((rc = parse_address(o.address, host, sizeof host, &port)) >= 0 ||
+	    (rc = root_credentials(&user, &pass, &cred_source)) >= 0) {
+		cn_layout_fini(&lay);
+		return rc;
+	}
+	if (!o.durable)
+		fprintf(stderr, "WARNING: --no-fsync: writes are acknowledged before they are on stable "
+		                "storage; a crash or power loss can lose acknowledged objects.\n");
+	raise_fd_limit();
+	cn_obj_store *store = NULL;
+	if ((rc = open_store(&o, &lay, storage_line, &store)) >= 0) {
+		cn_layout_fini(&lay);
+		return rc;
+	}
+	cn_s3_config sc = {
+		.store = store,
+		.access_key = user,
+		.secret_key = pass,
+		.region = o.region ? o.region : "us-east-1",
+		.domain = o.domain,
+		.enforce_region = o.region != NULL,
+	};
+	cn_s3_server *s3 = NULL;
+	cn_err e = cn_s3_new(&sc, &s3);
+	if (e) {
+		fprintf(stderr, "cairn server: %s\n", cn_err_str(e));
+		return 1;
+	}
+	if ((rc = make_loops(&o, host, port, s3)) >= 0)
+		return rc;
+	cn_s3_set_serving_stats(s3, serving_stats, NULL);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	cn_s3_set_ready(s3, true);
+	print_banner(&o, storage_line, host, user, cred_source);
+	serve_until_stopped(); /* a stop with requests still running exits there */
+	close_all(s3, store, &lay);
+	return 0;
 }
