@@ -635,10 +635,10 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, cn_http_preread_
 	memset(&x, 0, sizeof x);
 	x.c = c;
 	size_t avail = c->len - c->off;
-	const char *end = cn_find_crlfcrlf(c->buf + c->off, avail);
+	const char *end = cn_find_head_end(c->buf + c->off, avail, 0);
 	if (!end)
 		return CN_CONN_KEEP; /* incomplete: back to the loop */
-	size_t hlen = (size_t)(end - (c->buf + c->off)) + 4;
+	size_t hlen = (size_t)(end - (c->buf + c->off));
 	x.head = malloc(hlen);
 	if (!x.head) {
 		simple_reply(c, 503);

@@ -149,13 +149,13 @@ static void set_events(cn_net *n, cn_conn *c, int want)
 	c->events = want;
 }
 
-/* Searches the buffered bytes for the end of a request head (CRLFCRLF). */
+/* Searches the buffered bytes for the end of a request head: its CRLFCRLF, or a bare LF,
+ * which ends it too (the parser answers 400 at once; waiting for a CRLFCRLF would leave
+ * it to the header timeout). */
 static bool head_complete(cn_conn *c)
 {
-	size_t from = c->off + (c->scanned > 3 ? c->scanned - 3 : 0);
-	if (from < c->off)
-		from = c->off;
-	const char *p = cn_find_crlfcrlf(c->buf + from, c->len - from);
+	size_t from = c->scanned > 3 ? c->scanned - 3 : 0;
+	const char *p = cn_find_head_end(c->buf + c->off, c->len - c->off, from);
 	c->scanned = c->len - c->off;
 	return p != NULL;
 }
@@ -165,7 +165,7 @@ bool cn_conn_has_head(cn_conn *c)
 	if (!c->buf || c->off == c->len)
 		return false;
 	c->scanned = 0;
-	return cn_find_crlfcrlf(c->buf + c->off, c->len - c->off) != NULL;
+	return cn_find_head_end(c->buf + c->off, c->len - c->off, 0) != NULL;
 }
 
 static const char slowdown[] =

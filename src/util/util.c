@@ -174,18 +174,20 @@ size_t cn_fmt_u64(uint64_t v, char *out)
 	return n;
 }
 
-const char *cn_find_crlfcrlf(const char *p, size_t n)
+const char *cn_find_head_end(const char *p, size_t n, size_t from)
 {
 	/* Every line of a head ends in '\n': memchr (vectorised) hops from line to line and
 	 * only the candidates are checked; glibc's memmem is several times slower here. */
-	size_t i = 3;
+	size_t i = from;
 	while (i < n) {
 		const char *r = memchr(p + i, '\n', n - i);
 		if (!r)
 			return NULL;
 		size_t j = (size_t)(r - p);
-		if (p[j - 1] == '\r' && p[j - 2] == '\n' && p[j - 3] == '\r')
-			return p + j - 3;
+		if (j == 0 || p[j - 1] != '\r')
+			return r + 1;
+		if (j >= 3 && p[j - 2] == '\n' && p[j - 3] == '\r')
+			return r + 1;
 		i = j + 1;
 	}
 	return NULL;

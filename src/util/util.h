@@ -80,8 +80,11 @@ bool cn_str_has_prefix(cn_str a, const char *prefix);
 size_t cn_strlcpy(char *dst, const char *src, size_t cap);
 /* Writes v in decimal to out (room for 21 bytes), NUL-terminated; returns the digits. */
 size_t cn_fmt_u64(uint64_t v, char *out);
-/* The first "\r\n\r\n" in p[0..n) (the end of an HTTP head), or NULL. */
-const char *cn_find_crlfcrlf(const char *p, size_t n);
+/* The end of the HTTP request head that starts at p, among the n bytes there: one past its
+ * first "\r\n\r\n", or one past an earlier LF that no CR precedes (a malformed head, for
+ * the parser to refuse at once rather than leave to the header timeout); NULL when neither
+ * is there yet. LFs before p + from are not looked at (an earlier call saw them). */
+const char *cn_find_head_end(const char *p, size_t n, size_t from);
 
 /* A name/value pair of owned, NUL-terminated strings (metadata headers, query params). */
 typedef struct cn_kv {
