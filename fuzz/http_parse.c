@@ -1,12 +1,13 @@
 /* http_parse: libFuzzer driver for cn_http_parse_request (src/http/parse.c). Besides "no
  * crash", it checks the parser's invariants and aborts when one breaks: the result is a known
- * status; every view points inside the head; derived fields are consistent; a strict prefix
- * of a complete head (or of an incomplete input) is "need more"; parsing exactly the head
- * gives the same head. */
+ * status; every view points inside the head; derived fields are consistent (Host present in
+ * HTTP/1.1, the authority routed by is the Host sent); a strict prefix of a complete head (or
+ * of an incomplete input) is "need more"; parsing exactly the head gives the same head. */
 #include "http/http.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char *base;
 static size_t lim;
@@ -58,6 +59,11 @@ static void check_head(const char *buf, int r, const cn_http_req *q)
 		abort();
 	if (cn_http_req_header(q, "transfer-encoding") == NULL && q->chunked)
 		abort();
+	const cn_str *host = cn_http_req_header(q, "host");
+	if (q->minor_version == 1 && !host)
+		abort(); /* HTTP/1.1 without Host */
+	if (host && (host->len != q->host.len || strncasecmp(host->p, q->host.p, host->len) != 0))
+		abort(); /* routed by another authority than the Host sent */
 	if (r < 16 || memcmp(buf + r - 4, "\r\n\r\n", 4) != 0)
 		abort(); /* shortest head: "M / HTTP/1.1" CRLF CRLF */
 }

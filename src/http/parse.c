@@ -9,8 +9,9 @@
  * Strictness: lines end in CRLF (a bare LF or CR is -400), no whitespace before a header
  * colon, no obs-fold, token characters in method and field names, no control characters in
  * the target or field values (bytes >= 0x80 are accepted in both, as most servers do; the s3
- * layer validates decoded keys). Leading empty lines before the request line are skipped
- * (RFC 9112 §2.2). */
+ * layer validates decoded keys), Host present in HTTP/1.1 and, with an absolute-form target,
+ * naming the target's authority (case-insensitive). Leading empty lines before the request
+ * line are skipped (RFC 9112 §2.2). */
 #include "http/http.h"
 
 #include <string.h>
@@ -83,6 +84,17 @@ static bool ieq(const char *p, size_t len, const char *lower, size_t n)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (lc((unsigned char)p[i]) != (unsigned char)lower[i])
+			return false;
+	return true;
+}
+
+/* Case-insensitive equality of two byte strings. */
+static bool same_ci(cn_str a, cn_str b)
+{
+	if (a.len != b.len)
+		return false;
+	for (size_t i = 0; i < a.len; i++)
+		if (lc((unsigned char)a.p[i]) != lc((unsigned char)b.p[i]))
 			return false;
 	return true;
 }
@@ -342,9 +354,18 @@ int cn_http_parse_request(const char *buf, size_t len, cn_http_req *req)
 		return -400; /* Transfer-Encoding with an empty coding list */
 	if (seen.te && req->content_length >= 0)
 		return -400;
+	if (req->minor_version == 1 && !seen.host)
+		return -400; /* RFC 9112 §3.2: an HTTP/1.1 request without Host */
 	req->keep_alive = !seen.close && (req->minor_version == 1 || seen.keep_alive);
-	if (absolute)
-		split_target(req, &absolute); /* RFC 9112 §3.2.2: authority overrides Host */
+	if (absolute) {
+		/* RFC 9112 §3.2.2: the target's authority overrides Host. A Host that names
+		 * another authority is refused: the s3 layer routes by one and a signature may
+		 * cover the other, so the two must not disagree. */
+		cn_str host_header = req->host;
+		split_target(req, &absolute);
+		if (seen.host && !same_ci(host_header, req->host))
+			return -400;
+	}
 	return (int)(p - buf);
 }
 

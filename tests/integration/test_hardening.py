@@ -42,3 +42,69 @@ def test_bare_lf_head_is_refused_at_once(server):
         st, resp = _exchange(server.port, req, timeout=5)
         assert st == 400, (req, resp[:200])
         assert time.monotonic() - t0 < 3, req
+
+
+# --- HTTP/1.1 without Host ----------------------------------------------------------------------
+
+def test_http11_without_host_is_refused(server):
+    st, resp = _exchange(server.port, b"GET /minio/health/live HTTP/1.1\r\nConnection: close\r\n\r\n")
+    assert st == 400, resp[:200]
+    # HTTP/1.0 has no such rule
+    st, resp = _exchange(server.port, b"GET /minio/health/live HTTP/1.0\r\n\r\n")
+    assert st == 200, resp[:200]
+
+
+# --- an absolute-form target naming another bucket than the signed Host (--domain) --------------
+
+@pytest.fixture(scope="module")
+def dserver():
+    with running_server(extra_args=["--domain", DOMAIN], name="hardening-domain") as srv:
+        yield srv
+
+
+@pytest.fixture
+def two_buckets(dserver):
+    p = make_client(dserver)
+    alpha, beta = unique_bucket("alpha"), unique_bucket("beta")
+    for b, body in ((alpha, b"alpha's document"), (beta, b"beta's secret document")):
+        p.create_bucket(Bucket=b)
+        p.put_object(Bucket=b, Key="doc.txt", Body=body)
+    yield p, alpha, beta
+
+
+def test_presigned_get_cannot_be_pointed_at_another_bucket(dserver, two_buckets):
+    p, alpha, beta = two_buckets
+    v = make_client(dserver, s3={"addressing_style": "virtual"},
+                    endpoint=f"http://{DOMAIN}:{dserver.port}")
+    url = v.generate_presigned_url("get_object", Params={"Bucket": alpha, "Key": "doc.txt"},
+                                   ExpiresIn=300)
+    u = urllib.parse.urlsplit(url)
+    assert u.netloc == f"{alpha}.{DOMAIN}:{dserver.port}", url
+    # as signed: origin-form, and absolute-form naming the same authority, both serve alpha's
+    st, resp = _exchange(dserver.port, f"GET {u.path}?{u.query} HTTP/1.1\r\nHost: {u.netloc}\r\n"
+                                        f"Connection: close\r\n\r\n".encode())
+    assert st == 200 and resp.endswith(b"alpha's document"), resp[:300]
+    st, resp = _exchange(dserver.port, f"GET {url} HTTP/1.1\r\nHost: {u.netloc}\r\n"
+                                        f"Connection: close\r\n\r\n".encode())
+    assert st == 200 and resp.endswith(b"alpha's document"), resp[:300]
+    # the attack: the target's authority names beta, Host (which the signature covers) alpha
+    target = f"http://{beta}.{DOMAIN}:{dserver.port}{u.path}?{u.query}"
+    st, resp = _exchange(dserver.port, f"GET {target} HTTP/1.1\r\nHost: {u.netloc}\r\n"
+                                        f"Connection: close\r\n\r\n".encode())
+    assert st == 400, resp[:300]
+    assert b"secret" not in resp
+
+
+def test_signed_put_cannot_be_pointed_at_another_bucket(dserver, two_buckets):
+    p, alpha, beta = two_buckets
+    body = b"overwritten by a request signed for alpha"
+    host = f"{alpha}.{DOMAIN}:{dserver.port}"
+    hdrs = sign_headers("PUT", f"http://{host}/doc.txt", {"Content-Length": str(len(body))},
+                        hashlib.sha256(body).hexdigest())
+    head = "".join(f"{k}: {val}\r\n" for k, val in hdrs.items() if k.lower() != "host")
+    target = f"http://{beta}.{DOMAIN}:{dserver.port}/doc.txt"
+    st, resp = _exchange(dserver.port, f"PUT {target} HTTP/1.1\r\nHost: {host}\r\n{head}"
+                                        f"Connection: close\r\n\r\n".encode() + body)
+    assert st == 400, resp[:300]
+    assert p.get_object(Bucket=beta, Key="doc.txt")["Body"].read() == b"beta's secret document"
+    assert p.get_object(Bucket=alpha, Key="doc.txt")["Body"].read() == b"alpha's document"

@@ -44,19 +44,31 @@ static const struct {
 	int want;
 } cases[] = {
 	/* valid */
-	{ "GET / HTTP/1.1\r\n\r\n", FULL },
+	{ "GET / HTTP/1.1\r\nHost: h\r\n\r\n", FULL },
 	{ "GET / HTTP/1.0\r\n\r\n", FULL },
 	{ "GET /b/k?x=1 HTTP/1.1\r\nHost: a\r\n\r\n", FULL },
-	{ "\r\n\r\nGET / HTTP/1.1\r\n\r\n", FULL },
-	{ "PUT /b/k HTTP/1.1\r\nContent-Length: 0\r\n\r\n", FULL },
-	{ "PUT /b/k HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", FULL },
-	{ "PUT /b/k HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", FULL },
-	{ "PUT /b/k HTTP/1.1\r\nTransfer-Encoding:  CHUNKED \r\n\r\n", FULL },
-	{ "GET / HTTP/1.1\r\nX-Empty:\r\nX-E2:   \r\n\r\n", FULL },
-	{ "OPTIONS * HTTP/1.1\r\n\r\n", FULL },
-	{ "GET http://h:9000/b/k?q HTTP/1.1\r\n\r\n", FULL },
-	{ "M-1.x~! /%41\xc3\xa9 HTTP/1.1\r\nA!#$%&'*+-.^_`|~z: v\x80\xff\t x\r\n\r\n", FULL },
-	{ "GET / HTTP/1.1\r\nA: b\"c(d)e{f}\x7e\r\n\r\n", FULL },
+	{ "\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n", FULL },
+	{ "PUT /b/k HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n", FULL },
+	{ "PUT /b/k HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\nHost: h\r\n\r\n", FULL },
+	{ "PUT /b/k HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", FULL },
+	{ "PUT /b/k HTTP/1.1\r\nHost: h\r\nTransfer-Encoding:  CHUNKED \r\n\r\n", FULL },
+	{ "GET / HTTP/1.1\r\nX-Empty:\r\nX-E2:   \r\nHost: h\r\n\r\n", FULL },
+	{ "OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n", FULL },
+	{ "GET http://h:9000/b/k?q HTTP/1.1\r\nHost: h:9000\r\n\r\n", FULL },
+	{ "GET http://H.example:9000/b/k?q HTTP/1.1\r\nHost: h.EXAMPLE:9000\r\n\r\n", FULL },
+	{ "GET http://h:9000/b/k?q HTTP/1.0\r\n\r\n", FULL },
+	{ "M-1.x~! /%41\xc3\xa9 HTTP/1.1\r\nHost: h\r\nA!#$%&'*+-.^_`|~z: v\x80\xff\t x\r\n\r\n",
+	  FULL },
+	{ "GET / HTTP/1.1\r\nHost: h\r\nA: b\"c(d)e{f}\x7e\r\n\r\n", FULL },
+	{ "GET / HTTP/1.1\r\nHost:\r\n\r\n", FULL }, /* empty Host: allowed (RFC 9110 §7.2) */
+	/* Host: required in HTTP/1.1; with an absolute-form target, it names the same authority
+	 * (the s3 layer routes by one, a signature may cover the other) */
+	{ "GET / HTTP/1.1\r\n\r\n", -400 },
+	{ "GET http://h:9000/b/k HTTP/1.1\r\n\r\n", -400 },
+	{ "GET http://beta.example:9000/k HTTP/1.1\r\nHost: alpha.example:9000\r\n\r\n", -400 },
+	{ "GET http://h:9000/k HTTP/1.1\r\nHost: h\r\n\r\n", -400 },
+	{ "GET http://h/k HTTP/1.1\r\nHost: h:80\r\n\r\n", -400 },
+	{ "GET http://h/k HTTP/1.0\r\nHost: g\r\n\r\n", -400 },
 	/* incomplete */
 	{ "", 0 },
 	{ "\r", 0 },
@@ -74,6 +86,7 @@ static const struct {
 	{ "GET / HTTP/1.1\r\nHost: x\r\n\r", 0 },
 	/* malformed request line */
 	{ "\n", -400 },
+	{ "GET / HTTP/1.1\nHost: h\n\n", -400 },
 	{ "\r\r", -400 },
 	{ " GET / HTTP/1.1\r\n\r\n", -400 },
 	{ "GET  / HTTP/1.1\r\n\r\n", -400 },
@@ -123,7 +136,7 @@ static const struct {
 	{ "PUT / HTTP/1.1\r\nContent-Length: 0x10\r\n\r\n", -400 },
 	{ "PUT / HTTP/1.1\r\nContent-Length:\r\n\r\n", -400 },
 	{ "PUT / HTTP/1.1\r\nContent-Length: 1 2\r\n\r\n", -400 },
-	{ "PUT / HTTP/1.1\r\nContent-Length: 4611686018427387904\r\n\r\n", FULL }, /* 2^62 */
+	{ "PUT / HTTP/1.1\r\nHost: h\r\nContent-Length: 4611686018427387904\r\n\r\n", FULL }, /* 2^62 */
 	{ "PUT / HTTP/1.1\r\nContent-Length: 4611686018427387905\r\n\r\n", -400 },
 	{ "PUT / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", -400 },
 	{ "PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", -400 },
@@ -219,7 +232,7 @@ TEST(test_fields)
 
 TEST(test_defaults)
 {
-	const char *s = "GET / HTTP/1.1\r\n\r\n";
+	const char *s = "GET / HTTP/1.0\r\n\r\n";
 	CHECK_EQ_INT(parse(s), (int)strlen(s));
 	CHECK(eq(req.path, "/"));
 	CHECK_EQ_INT(req.query.len, 0);
@@ -230,13 +243,13 @@ TEST(test_defaults)
 	CHECK_EQ_INT(req.host.len, 0);
 	CHECK_EQ_INT(req.nheaders, 0);
 
-	s = "GET /?  HTTP/1.1\r\n\r\n";
+	s = "GET /?  HTTP/1.0\r\n\r\n";
 	CHECK_EQ_INT(parse(s), -400);
-	s = "GET /? HTTP/1.1\r\n\r\n";
+	s = "GET /? HTTP/1.0\r\n\r\n";
 	CHECK_EQ_INT(parse(s), (int)strlen(s));
 	CHECK(eq(req.path, "/"));
 	CHECK_EQ_INT(req.query.len, 0);
-	s = "GET /a?b?c HTTP/1.1\r\n\r\n";
+	s = "GET /a?b?c HTTP/1.0\r\n\r\n";
 	CHECK_EQ_INT(parse(s), (int)strlen(s));
 	CHECK(eq(req.path, "/a"));
 	CHECK(eq(req.query, "b?c"));
@@ -244,7 +257,7 @@ TEST(test_defaults)
 
 TEST(test_chunked_flag)
 {
-	const char *s = "PUT /x HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n";
+	const char *s = "PUT /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: Chunked\r\n\r\n";
 	CHECK_EQ_INT(parse(s), (int)strlen(s));
 	CHECK(req.chunked);
 	CHECK_EQ_INT(req.content_length, -1);
@@ -252,13 +265,18 @@ TEST(test_chunked_flag)
 
 TEST(test_absolute_form)
 {
-	const char *s = "GET HTTPS://node1:9000/b/k?x HTTP/1.1\r\nHost: other\r\n\r\n";
+	const char *s = "GET HTTPS://node1:9000/b/k?x HTTP/1.1\r\nHost: NODE1:9000\r\n\r\n";
 	CHECK_EQ_INT(parse(s), (int)strlen(s));
-	CHECK(eq(req.host, "node1:9000"));
+	CHECK(eq(req.host, "node1:9000")); /* the target's authority (RFC 9112 §3.2.2) */
 	CHECK(eq(req.path, "/b/k"));
 	CHECK(eq(req.query, "x"));
 	CHECK(eq(req.target, "HTTPS://node1:9000/b/k?x"));
-	s = "OPTIONS * HTTP/1.1\r\n\r\n";
+	s = "GET http://node1:9000/b/k HTTP/1.0\r\n\r\n";
+	CHECK_EQ_INT(parse(s), (int)strlen(s));
+	CHECK(eq(req.host, "node1:9000"));
+	s = "GET http://node1:9000/b/k HTTP/1.1\r\nHost: node2:9000\r\n\r\n";
+	CHECK_EQ_INT(parse(s), -400);
+	s = "OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n";
 	CHECK_EQ_INT(parse(s), (int)strlen(s));
 	CHECK(eq(req.path, "*"));
 }
@@ -290,30 +308,30 @@ TEST(test_keep_alive)
 	char buf[256];
 	for (size_t i = 0; i < sizeof ka / sizeof ka[0]; i++) {
 		if (ka[i].conn)
-			snprintf(buf, sizeof buf, "GET / HTTP/%s\r\nConnection: %s\r\n\r\n",
+			snprintf(buf, sizeof buf, "GET / HTTP/%s\r\nHost: h\r\nConnection: %s\r\n\r\n",
 			         ka[i].version, ka[i].conn);
 		else
-			snprintf(buf, sizeof buf, "GET / HTTP/%s\r\n\r\n", ka[i].version);
+			snprintf(buf, sizeof buf, "GET / HTTP/%s\r\nHost: h\r\n\r\n", ka[i].version);
 		CHECK_EQ_INT(parse(buf), (int)strlen(buf));
 		if (req.keep_alive != ka[i].want)
 			fprintf(stderr, "keep-alive case %zu\n", i);
 		CHECK(req.keep_alive == ka[i].want);
 	}
 	/* Connection split over two fields */
-	const char *s = "GET / HTTP/1.1\r\nConnection: upgrade\r\nConnection: close\r\n\r\n";
+	const char *s = "GET / HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nConnection: close\r\n\r\n";
 	CHECK_EQ_INT(parse(s), (int)strlen(s));
 	CHECK(!req.keep_alive);
 }
 
 TEST(test_expect)
 {
-	const char *s = "PUT / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n";
+	const char *s = "PUT / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n\r\n";
 	CHECK_EQ_INT(parse(s), (int)strlen(s));
 	CHECK(req.expect_continue);
-	s = "PUT / HTTP/1.1\r\nExpect: 100-continuex\r\n\r\n";
+	s = "PUT / HTTP/1.1\r\nHost: h\r\nExpect: 100-continuex\r\n\r\n";
 	CHECK_EQ_INT(parse(s), (int)strlen(s));
 	CHECK(!req.expect_continue);
-	s = "PUT / HTTP/1.1\r\nexpect:100-CONTINUE\r\n\r\n";
+	s = "PUT / HTTP/1.1\r\nHost: h\r\nexpect:100-CONTINUE\r\n\r\n";
 	CHECK_EQ_INT(parse(s), (int)strlen(s));
 	CHECK(req.expect_continue);
 }
@@ -322,7 +340,7 @@ TEST(test_header_count)
 {
 	cn_buf b;
 	cn_buf_init(&b);
-	cn_buf_puts(&b, "GET / HTTP/1.1\r\n");
+	cn_buf_puts(&b, "GET / HTTP/1.0\r\n");
 	for (int i = 0; i < CN_HTTP_MAX_HEADERS; i++)
 		cn_buf_printf(&b, "X-H%d: %d\r\n", i, i);
 	size_t at = b.len;
@@ -345,7 +363,7 @@ TEST(test_head_size)
 	size_t max = CN_HTTP_MAX_HEAD;
 	char *b = malloc(max + 64);
 	/* A head of exactly CN_HTTP_MAX_HEAD bytes is accepted. */
-	const char *pre = "GET / HTTP/1.1\r\nX-Big: ";
+	const char *pre = "GET / HTTP/1.0\r\nX-Big: ";
 	size_t pl = strlen(pre);
 	memcpy(b, pre, pl);
 	memset(b + pl, 'a', max - pl - 4);
@@ -371,7 +389,7 @@ TEST(test_head_size)
 
 TEST(test_pipelined)
 {
-	const char *s = "GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n";
+	const char *s = "GET /a HTTP/1.0\r\n\r\nGET /b HTTP/1.0\r\n\r\n";
 	int r = parse(s);
 	CHECK_EQ_INT(r, 19);
 	CHECK(eq(req.path, "/a"));
