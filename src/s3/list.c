@@ -21,7 +21,18 @@
 
 #define LIST_MAX_KEYS 1000
 #define DELETE_MAX_OBJECTS 1000
-#define DELETE_BODY_MAX (2 * 1024 * 1024)
+/* The largest Delete body the API's own maxima allow: DELETE_MAX_OBJECTS objects, each a
+ * 1,024-byte key written with every byte escaped ("&quot;", 6 bytes), a version id, the
+ * other elements (Object, Key, VersionId, ETag, LastModifiedTime, Size) with their values,
+ * and generous indentation; plus the declaration, the root and Quiet. A larger body is
+ * MaxMessageLengthExceeded. */
+#define DELETE_KEY_XML_MAX (6 * 1024)
+#define DELETE_VERSION_ID_MAX 1024
+#define DELETE_OBJECT_MARKUP 512
+#define DELETE_OBJECT_SPACE 1024
+#define DELETE_BODY_MAX                                                                    \
+	(DELETE_MAX_OBJECTS * (DELETE_KEY_XML_MAX + DELETE_VERSION_ID_MAX +                 \
+	                       DELETE_OBJECT_MARKUP + DELETE_OBJECT_SPACE) + 64 * 1024)
 #define TOKEN_KEY_MAX 1024 /* longest key or prefix a token can carry */
 
 static cn_err token_encode(const char *key, cn_buf *b)
@@ -328,13 +339,13 @@ void cn_s3_delete_objects(cn_s3_req *r)
 	if (e) {
 		cn_buf_fini(&body);
 		if (e == CN_ERR_TOO_LARGE)
-			cn_s3_error(r, CN_S3_MalformedXML, NULL);
+			cn_s3_error(r, CN_S3_MaxMessageLengthExceeded, NULL);
 		else
 			cn_s3_error_from(r, e);
 		return;
 	}
 	cn_xml_node *root = NULL;
-	e = cn_xml_parse(body.p ? body.p : "", body.len, &root);
+	e = cn_xml_parse_max(body.p ? body.p : "", body.len, DELETE_BODY_MAX, &root);
 	cn_buf_fini(&body);
 	if (e) {
 		if (e == CN_ERR_NOMEM)

@@ -434,6 +434,8 @@ cn_err cn_s3_read_body(cn_s3_req *r, size_t max, cn_buf *out)
 	cn_md5_init(&md5);
 	const char *cmd5 = cn_s3_header(r, "content-md5");
 	cn_err err = CN_OK;
+	if (r->body_len >= 0 && (uint64_t)r->body_len > max)
+		return CN_ERR_TOO_LARGE; /* refused before any byte of it is read */
 	for (;;) {
 		ssize_t n = r->body->read(r->body, tmp, sizeof tmp);
 		if (n < 0) {

@@ -16,7 +16,7 @@
 
 #define XML_MAX_DEPTH 32
 #define XML_MAX_NODES 20000
-#define XML_MAX_TEXT (1024 * 1024)
+#define XML_MAX_TEXT (1024 * 1024) /* cn_xml_parse's default */
 
 /* --- writer ----------------------------------------------------------------------------- */
 
@@ -165,6 +165,7 @@ typedef struct xml_ctx {
 	int depth;
 	size_t nodes;
 	size_t bytes; /* names + text, all nodes */
+	size_t max_bytes;
 	cn_err err;
 } xml_ctx;
 
@@ -213,7 +214,7 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
 		return;
 	}
 	size_t nlen = strlen(ln);
-	if (nlen > XML_MAX_TEXT - c->bytes) {
+	if (nlen > c->max_bytes - c->bytes) {
 		xml_fail(c, CN_ERR_TOO_LARGE);
 		return;
 	}
@@ -263,7 +264,7 @@ static void XMLCALL on_text(void *ud, const XML_Char *s, int len)
 	if (c->err || c->depth == 0 || len <= 0)
 		return;
 	size_t add = (size_t)len;
-	if (add > XML_MAX_TEXT - c->bytes) {
+	if (add > c->max_bytes - c->bytes) {
 		xml_fail(c, CN_ERR_TOO_LARGE);
 		return;
 	}
@@ -316,9 +317,15 @@ void cn_xml_free(cn_xml_node *root)
 
 cn_err cn_xml_parse(const char *p, size_t len, cn_xml_node **root)
 {
+	return cn_xml_parse_max(p, len, XML_MAX_TEXT, root);
+}
+
+cn_err cn_xml_parse_max(const char *p, size_t len, size_t max_bytes, cn_xml_node **root)
+{
 	*root = NULL;
 	xml_ctx c;
 	memset(&c, 0, sizeof c);
+	c.max_bytes = max_bytes;
 	/* S3 request bodies are UTF-8. Forcing it (a declared encoding is then ignored; bytes
 	 * that are not UTF-8 fail) matches MinIO, whose Go decoder refuses other charsets, and
 	 * keeps names consistent: expat's Latin-1 table admits name characters (U+00B5) that

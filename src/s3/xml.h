@@ -1,8 +1,8 @@
 /* s3/xml: XML for S3 bodies — an escaping writer that appends to a cn_buf, and a small
  * bounded DOM built with expat for the request bodies S3 accepts (Delete, Tagging,
  * CompleteMultipartUpload, VersioningConfiguration, ...). Untrusted input: fuzzed
- * (fuzz/xml.c). Limits: depth 32, 20,000 nodes, 1 MiB of text in all; DOCTYPE/entities
- * refused (no billion laughs, no external entities). */
+ * (fuzz/xml.c). Limits: depth 32, 20,000 nodes, 1 MiB of text in all (or the caller's
+ * limit); DOCTYPE/entities refused (no billion laughs, no external entities). */
 #ifndef CN_S3_XML_H
 #define CN_S3_XML_H
 
@@ -33,6 +33,9 @@ typedef struct cn_xml_node {
 } cn_xml_node;
 /* CN_ERR_INVALID for malformed XML, CN_ERR_TOO_LARGE over a limit. *root owned by caller. */
 cn_err cn_xml_parse(const char *p, size_t len, cn_xml_node **root);
+/* cn_xml_parse with max_bytes of names plus text in place of 1 MiB, for a document whose
+ * API allows more (names and text never exceed the input's length). */
+cn_err cn_xml_parse_max(const char *p, size_t len, size_t max_bytes, cn_xml_node **root);
 void cn_xml_free(cn_xml_node *root);
 /* First child element with that name, or NULL. */
 const cn_xml_node *cn_xml_child(const cn_xml_node *n, const char *name);

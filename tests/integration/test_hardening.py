@@ -108,3 +108,50 @@ def test_signed_put_cannot_be_pointed_at_another_bucket(dserver, two_buckets):
     assert st == 400, resp[:300]
     assert p.get_object(Bucket=beta, Key="doc.txt")["Body"].read() == b"beta's secret document"
     assert p.get_object(Bucket=alpha, Key="doc.txt")["Body"].read() == b"alpha's document"
+
+
+# --- DeleteObjects at AWS's limits --------------------------------------------------------------
+
+def _delete_body(objects, indent="    "):
+    """A pretty-printed Delete document with every '"' of a key written as &quot;."""
+    out = ['<?xml version="1.0" encoding="UTF-8"?>\n',
+           '<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/">\n',
+           f"{indent}<Quiet>false</Quiet>\n"]
+    for key, vid in objects:
+        out.append(f"{indent}<Object>\n{indent * 2}<Key>{key.replace(chr(34), '&quot;')}</Key>\n")
+        if vid:
+            out.append(f"{indent * 2}<VersionId>{vid}</VersionId>\n")
+        out.append(f"{indent}</Object>\n")
+    out.append("</Delete>\n")
+    return "".join(out).encode()
+
+
+def _post_delete(server, bucket, body):
+    md5 = base64.b64encode(hashlib.md5(body).digest()).decode()
+    return raw(server, "POST", f"/{bucket}", query="delete", body=body,
+               headers={"Content-MD5": md5, "Content-Type": "application/xml"}, timeout=120)
+
+
+def test_delete_objects_at_the_api_maximum(server, s3, bucket):
+    # 1,000 keys of 1,024 bytes, nearly all '"' (6 bytes each escaped), with version ids,
+    # pretty-printed: about 6 MB of XML that AWS accepts
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    stem = ('"' * 254 + "/") * 4
+    keys = [stem + f"{i:04d}" for i in range(1000)]
+    assert all(len(k.encode()) == 1024 for k in keys)
+    vid = s3.put_object(Bucket=bucket, Key=keys[0], Body=b"x")["VersionId"]
+    objects = [(keys[0], vid)] + [(k, str(uuid.uuid4())) for k in keys[1:]]
+    body = _delete_body(objects)
+    assert len(body) > 6_000_000
+    r = _post_delete(server, bucket, body)
+    assert r.status == 200, r
+    assert r.body.count(b"<Deleted>") + r.body.count(b"<Error>") == 1000, r.body[:500]
+    assert s3.list_object_versions(Bucket=bucket).get("Versions") is None
+
+
+def test_delete_objects_above_the_api_maximum(server, bucket):
+    # a small document padded with whitespace past what 1,000 maximal objects can take
+    body = _delete_body([("k", None)])
+    body = body.replace(b"<Quiet>", b" " * (9 * 1024 * 1024) + b"<Quiet>")
+    r = _post_delete(server, bucket, body)
+    assert (r.status, r.error().get("Code")) == (400, "MaxMessageLengthExceeded"), r

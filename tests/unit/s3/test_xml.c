@@ -219,6 +219,13 @@ TEST(parse_limits)
 	}
 	cn_buf_puts(&b, "</r>");
 	CHECK_EQ_INT(cn_xml_parse(b.p, b.len, &root), CN_ERR_TOO_LARGE);
+	/* ... which a caller whose API allows more can take, up to its own limit (the name
+	 * "r" counts too) */
+	CHECK_EQ_INT(cn_xml_parse_max(b.p, b.len, 1 + 1100 * 1024, &root), CN_OK);
+	if (root)
+		CHECK_EQ_INT(root->text_len, 1100 * 1024);
+	cn_xml_free(root);
+	CHECK_EQ_INT(cn_xml_parse_max(b.p, b.len, 1100 * 1024, &root), CN_ERR_TOO_LARGE);
 	/* text split across many elements counts in total */
 	b.len = 0;
 	cn_buf_puts(&b, "<r>");
