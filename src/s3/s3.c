@@ -269,6 +269,9 @@ typedef struct body_state {
 	cn_http_awschunked ac;
 	cn_auth_stream as;
 	bool as_init;
+	cn_chunk_verifier v;     /* as.v, with every trailer checked against x-amz-trailer */
+	const char *declared;    /* x-amz-trailer's list, or NULL */
+	bool undeclared_trailer; /* a trailer x-amz-trailer did not name was refused */
 	char *inbuf;
 	size_t in_off, in_len;
 	uint64_t decoded;
@@ -282,6 +285,73 @@ static ssize_t body_fail(body_state *st, cn_s3_code code)
 	st->failed = true;
 	st->r->body_error = code;
 	return -(ssize_t)CN_ERR_ABORTED;
+}
+
+/* After the aws-chunked body's final CRLF the request body (its Content-Length, or its
+ * HTTP chunks) must end too: bytes there would be data no signature or checksum covers.
+ * Returns 0 when it ends, else a failure (MalformedTrailerError for such bytes). */
+static ssize_t awschunked_rest(body_state *st)
+{
+	if (st->in_off < st->in_len)
+		return body_fail(st, CN_S3_MalformedTrailerError);
+	char one;
+	ssize_t k = st->raw->read(st->raw, &one, 1);
+	if (k < 0) {
+		st->failed = true;
+		return k;
+	}
+	return k > 0 ? body_fail(st, CN_S3_MalformedTrailerError) : 0;
+}
+
+/* True when the comma-separated list names name (case-insensitive, OWS trimmed). */
+static bool list_has(const char *list, cn_str name)
+{
+	const char *p = list;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		const char *e = p;
+		while (*e && *e != ',')
+			e++;
+		const char *t = e;
+		while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
+			t--;
+		if ((size_t)(t - p) == name.len && name.len && !strncasecmp(p, name.p, name.len))
+			return true;
+		p = e;
+	}
+	return false;
+}
+
+/* The trailer callback of st->v: a trailer that x-amz-trailer did not declare is refused
+ * (an undeclared x-amz-checksum-* would otherwise go unverified), the rest go on to the
+ * SigV4 stream verifier. */
+static cn_err declared_trailer(void *ctx, cn_str name, cn_str value)
+{
+	body_state *st = ctx;
+	if (!st->declared || !list_has(st->declared, name)) {
+		st->undeclared_trailer = true;
+		return CN_ERR_INVALID;
+	}
+	return st->as.v.trailer(st->as.v.ctx, name, value);
+}
+
+static cn_err pass_chunk_end(void *ctx, cn_str signature)
+{
+	body_state *st = ctx;
+	return st->as.v.chunk_end(st->as.v.ctx, signature);
+}
+
+static void pass_chunk_data(void *ctx, const void *p, size_t len)
+{
+	body_state *st = ctx;
+	st->as.v.chunk_data(st->as.v.ctx, p, len);
+}
+
+static cn_err pass_trailers_end(void *ctx, cn_str signature)
+{
+	body_state *st = ctx;
+	return st->as.v.trailers_end(st->as.v.ctx, signature);
 }
 
 static ssize_t body_read(cn_reader *rd, void *buf, size_t len)
@@ -313,6 +383,8 @@ static ssize_t body_read(cn_reader *rd, void *buf, size_t len)
 			if (e) {
 				if (st->as.failure == CN_AUTH_SIGNATURE_MISMATCH)
 					return body_fail(st, CN_S3_SignatureDoesNotMatch);
+				if (st->undeclared_trailer)
+					return body_fail(st, CN_S3_MalformedTrailerError);
 				return body_fail(st, e == CN_ERR_TOO_LARGE ? CN_S3_InvalidRequest
 				                                           : CN_S3_IncompleteBody);
 			}
@@ -337,6 +409,11 @@ static ssize_t body_read(cn_reader *rd, void *buf, size_t len)
 		return n;
 	}
 	/* EOF: final checks before anyone commits anything. */
+	if (st->awschunked) {
+		ssize_t k = awschunked_rest(st);
+		if (k < 0)
+			return k;
+	}
 	if (st->awschunked && r->body_len >= 0 && st->decoded != (uint64_t)r->body_len)
 		return body_fail(st, CN_S3_IncompleteBody);
 	if (st->sha) {
@@ -381,7 +458,11 @@ static cn_s3_code body_setup(cn_s3_req *r)
 		if (cn_auth_stream_init(&st->as, &r->auth) != CN_OK)
 			return CN_S3_InternalError;
 		st->as_init = true;
-		cn_http_awschunked_init(&st->ac, &st->as.v);
+		st->declared = cn_s3_header(r, "x-amz-trailer");
+		st->v = (cn_chunk_verifier){ .chunk_data = pass_chunk_data, .chunk_end = pass_chunk_end,
+		                             .trailer = declared_trailer,
+		                             .trailers_end = pass_trailers_end, .ctx = st };
+		cn_http_awschunked_init(&st->ac, &st->v);
 	} else if (pm == CN_PAYLOAD_SHA256 &&
 	           !(r->body_len == 0 && !strcmp(r->auth.content_sha256, CN_EMPTY_SHA256))) {
 		/* (an empty body declaring the empty string's hash has nothing to verify: every

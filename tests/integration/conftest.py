@@ -521,13 +521,15 @@ def signing_key(secret, date, region=REGION, service="s3"):
 
 def aws_chunked_request(srv, path, data, chunk=64 * 1024, mode="signed", trailer=None,
                         trailer_value=None, tamper=None, headers=None, decoded_len=None,
-                        http_chunked=False, secret=SECRET):
+                        http_chunked=False, secret=SECRET, declare_trailer=True, extra=b""):
     """PUT path with an aws-chunked body. mode: "signed" (STREAMING-AWS4-HMAC-SHA256-PAYLOAD,
     or ...-TRAILER with a trailer) or "unsigned" (STREAMING-UNSIGNED-PAYLOAD-TRAILER).
     trailer: header name like "x-amz-checksum-crc32" with trailer_value (base64).
     tamper: "data" flips a byte of the first chunk after signing; "chunksig" corrupts the last
     chunk signature; "trailersig" corrupts the trailer signature.
-    http_chunked: frame the whole aws-chunked body with Transfer-Encoding: chunked too."""
+    http_chunked: frame the whole aws-chunked body with Transfer-Encoding: chunked too.
+    declare_trailer=False leaves out the x-amz-trailer header that names the trailer; extra:
+    bytes sent after the aws-chunked body's final CRLF, inside its framing."""
     if mode == "signed":
         ph = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER" if trailer else "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
     else:
@@ -535,7 +537,7 @@ def aws_chunked_request(srv, path, data, chunk=64 * 1024, mode="signed", trailer
     pieces = [data[i:i + chunk] for i in range(0, len(data), chunk)] + [b""]
     hdrs = {"Content-Encoding": "aws-chunked",
             "x-amz-decoded-content-length": str(len(data) if decoded_len is None else decoded_len)}
-    if trailer:
+    if trailer and declare_trailer:
         hdrs["x-amz-trailer"] = trailer
     hdrs.update(headers or {})
 
@@ -567,7 +569,7 @@ def aws_chunked_request(srv, path, data, chunk=64 * 1024, mode="signed", trailer
                     tsig = ("0" if tsig[0] != "0" else "1") + tsig[1:]
                 out.append(f"x-amz-trailer-signature:{tsig}\r\n".encode())
         out.append(b"\r\n")
-        return b"".join(out)
+        return b"".join(out) + extra
 
     # The encoded length is needed before signing (Content-Length is signed by botocore when
     # present), and it does not depend on the signature values: build once with a dummy.

@@ -155,3 +155,51 @@ def test_delete_objects_above_the_api_maximum(server, bucket):
     body = body.replace(b"<Quiet>", b" " * (9 * 1024 * 1024) + b"<Quiet>")
     r = _post_delete(server, bucket, body)
     assert (r.status, r.error().get("Code")) == (400, "MaxMessageLengthExceeded"), r
+
+
+# --- aws-chunked: bytes after the final chunk, undeclared trailers ------------------------------
+
+@pytest.mark.parametrize("mode,trailer,http_chunked", [
+    ("signed", None, False),
+    ("signed", "x-amz-checksum-crc32", False),
+    ("unsigned", "x-amz-checksum-crc32", False),
+    ("unsigned", "x-amz-checksum-crc32", True),
+])
+def test_aws_chunked_bytes_after_the_final_chunk(server, s3, bucket, mode, trailer, http_chunked):
+    data = b"payload the signature covers" * 100
+    # what follows looks like a second trailer section: it must not be read as one, nor skipped
+    extra = b"x-amz-checksum-crc32:" + b64_crc32(b"other").encode() + b"\r\n\r\n"
+    key = f"after-{mode}-{bool(trailer)}-{http_chunked}"
+    r = aws_chunked_request(server, f"/{bucket}/{key}", data, mode=mode, trailer=trailer,
+                            trailer_value=b64_crc32(data) if trailer else None,
+                            http_chunked=http_chunked, extra=extra)
+    assert (r.status, r.error().get("Code")) == (400, "MalformedTrailerError"), r
+    assert raw(server, "HEAD", f"/{bucket}/{key}").status == 404
+    # the same body without the extra bytes is stored
+    r = aws_chunked_request(server, f"/{bucket}/{key}", data, mode=mode, trailer=trailer,
+                            trailer_value=b64_crc32(data) if trailer else None,
+                            http_chunked=http_chunked)
+    assert r.status == 200, r
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data
+
+
+@pytest.mark.parametrize("mode", ["signed", "unsigned"])
+def test_aws_chunked_undeclared_trailer_checksum(server, bucket, mode):
+    data = b"checked by nobody" * 10
+    key = f"undeclared-{mode}"
+    r = aws_chunked_request(server, f"/{bucket}/{key}", data, mode=mode,
+                            trailer="x-amz-checksum-crc32", trailer_value=b64_crc32(b"not the data"),
+                            declare_trailer=False)
+    assert (r.status, r.error().get("Code")) == (400, "MalformedTrailerError"), r
+    assert raw(server, "HEAD", f"/{bucket}/{key}").status == 404
+
+
+def test_aws_chunked_trailer_other_than_declared(server, bucket):
+    data = b"declared crc32, sent sha256" * 10
+    key = "other-trailer"
+    r = aws_chunked_request(server, f"/{bucket}/{key}", data, mode="unsigned",
+                            trailer="x-amz-checksum-sha256",
+                            trailer_value=base64.b64encode(hashlib.sha256(b"x").digest()).decode(),
+                            headers={"x-amz-trailer": "x-amz-checksum-crc32"})
+    assert (r.status, r.error().get("Code")) == (400, "MalformedTrailerError"), r
+    assert raw(server, "HEAD", f"/{bucket}/{key}").status == 404
