@@ -199,10 +199,20 @@ void cn_http_resp_start(cn_http_exchange *x, int status)
 		x->hdrs.p[0] = 0;
 }
 
+bool cn_http_field_value_ok(const char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return false;
+	}
+	return true;
+}
+
 cn_err cn_http_resp_header(cn_http_exchange *x, const char *name, const char *value)
 {
 	size_t nl = strlen(name), vl = strlen(value);
-	if (strcspn(name, "\r\n") != nl || strcspn(value, "\r\n") != vl)
+	if (!cn_http_field_value_ok(name, nl) || !cn_http_field_value_ok(value, vl))
 		return CN_ERR_INVALID;
 	cn_err e = cn_buf_reserve(&x->hdrs, nl + vl + 4);
 	if (e)

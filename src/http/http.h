@@ -148,7 +148,11 @@ const char *cn_http_peer(cn_http_exchange *x);
 const char *cn_http_request_id(cn_http_exchange *x);
 
 void cn_http_resp_start(cn_http_exchange *x, int status);
-/* Adds a header; name and value are copied. Values with CR/LF are refused (CN_ERR_INVALID). */
+/* True when p[0..len) may be a field value: no control character but HTAB (RFC 9110 §5.5),
+ * so nothing in it can end a header line or reach a client raw. */
+bool cn_http_field_value_ok(const char *p, size_t len);
+/* Adds a header; name and value are copied. A control character other than HTAB in either
+ * is refused (CN_ERR_INVALID): the header is not sent. */
 cn_err cn_http_resp_header(cn_http_exchange *x, const char *name, const char *value);
 cn_err cn_http_resp_headerf(cn_http_exchange *x, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

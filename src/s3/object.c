@@ -985,12 +985,21 @@ void cn_s3_get_object(cn_s3_req *r)
 		partno = (int)v;
 	}
 	bool anonymous = r->auth.kind == CN_AUTH_KIND_NONE;
-	for (size_t i = 0; i < NOVERRIDES; i++)
-		if (anonymous && cn_s3_query(r, response_overrides[i])) {
+	for (size_t i = 0; i < NOVERRIDES; i++) {
+		const char *v = cn_s3_query(r, response_overrides[i]);
+		if (v && anonymous) {
 			cn_s3_error(r, CN_S3_InvalidRequest,
 			            "Request specific response headers cannot be used for anonymous GET requests.");
 			goto done;
 		}
+		if (v && !cn_http_field_value_ok(v, strlen(v))) {
+			char msg[128];
+			snprintf(msg, sizeof msg, "Invalid %s: a control character is not allowed.",
+			         response_overrides[i]);
+			cn_s3_error(r, CN_S3_InvalidArgument, msg);
+			goto done;
+		}
+	}
 	const char *range = cn_s3_header(r, "range");
 	if (partno && range) {
 		cn_s3_error(r, CN_S3_InvalidRequest,

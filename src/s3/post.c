@@ -305,18 +305,6 @@ static bool check_signature(cn_s3_req *r, const cn_form *f, const char *policy)
 	return false;
 }
 
-/* A value that becomes a response header: no control bytes but tab (as http/parse.c
- * accepts field values), no NUL. */
-static bool header_value_ok(const cn_form_field *fl)
-{
-	for (size_t i = 0; i < fl->len; i++) {
-		unsigned char c = (unsigned char)fl->value[i];
-		if ((c < 0x20 && c != '\t') || c == 0x7f)
-			return false;
-	}
-	return true;
-}
-
 /* RFC 9110 token characters, for x-amz-meta-* names. */
 static bool token_ok(const char *s)
 {
@@ -403,7 +391,7 @@ static bool form_meta(cn_s3_req *r, const cn_form *f, cn_s3_put_ctx *c, cn_kv **
 		}
 		if (!keep)
 			continue;
-		if (!header_value_ok(fl)) {
+		if (!cn_http_field_value_ok(fl->value, fl->len)) {
 			cn_s3_error(r, CN_S3_InvalidArgument,
 			            "Form field values stored as metadata must not hold control characters.");
 			return false;
@@ -614,7 +602,8 @@ void cn_s3_post_object(cn_s3_req *r)
 	const cn_form_field *rf = cn_form_get(&f, "success_action_redirect");
 	if (!rf)
 		rf = cn_form_get(&f, "redirect");
-	if (redirect && *redirect && header_value_ok(rf)) { /* else ignored, as a bad URL */
+	/* a redirect that cannot be a header value is ignored, as a bad URL */
+	if (redirect && *redirect && cn_http_field_value_ok(rf->value, rf->len)) {
 		cn_buf_append(&b, redirect, strlen(redirect));
 		cn_buf_append(&b, strchr(redirect, '?') ? "&bucket=" : "?bucket=", 8);
 		cn_url_encode(&b, cn_str_c(r->bucket), false);

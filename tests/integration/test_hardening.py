@@ -203,3 +203,24 @@ def test_aws_chunked_trailer_other_than_declared(server, bucket):
                             headers={"x-amz-trailer": "x-amz-checksum-crc32"})
     assert (r.status, r.error().get("Code")) == (400, "MalformedTrailerError"), r
     assert raw(server, "HEAD", f"/{bucket}/{key}").status == 404
+
+
+# --- response-* overrides are header values -----------------------------------------------------
+
+OVERRIDES = ["response-content-type", "response-content-language", "response-expires",
+             "response-cache-control", "response-content-disposition", "response-content-encoding"]
+
+
+@pytest.mark.parametrize("param", OVERRIDES)
+def test_response_overrides_refuse_control_characters(server, s3, bucket, param):
+    s3.put_object(Bucket=bucket, Key="o", Body=b"body")
+    for bad in ["\r\nX-Injected: yes", "\nX-Injected: yes", "\r", "\x0b", "\x0c", "\x7f", "\x01"]:
+        for method in ("GET", "HEAD"):
+            r = raw(server, method, f"/{bucket}/o", query=[(param, "a" + bad + "b")])
+            assert r.status == 400, (param, repr(bad), method, r)
+            assert r.headers.get("X-Injected") is None
+            if method == "GET":
+                assert r.error()["Code"] == "InvalidArgument", (param, repr(bad), r)
+    # HTAB is allowed in a field value
+    r = raw(server, "GET", f"/{bucket}/o", query=[(param, "a\tb")])
+    assert r.status == 200 and r.body == b"body", r
