@@ -9,7 +9,8 @@
  *    rule whose AllowedOrigin matches the origin (one '*' wildcard allowed), whose methods
  *    include the method and whose AllowedHeader patterns cover every requested header
  *    (case-insensitive) answers 200 with the Access-Control-* headers; none matching: 403
- *    AccessForbidden; no configuration: 403 too.
+ *    AccessForbidden; no configuration, no bucket or no Access-Control-Request-Method:
+ *    the same 403, so that a preflight does not tell whether a bucket exists.
  *  - An actual request with an Origin header: the first rule matching the origin and the
  *    method adds Access-Control-Allow-Origin ("*" for a "*" rule, else the origin, with
  *    Allow-Credentials), -Allow-Methods, -Expose-Headers, -Max-Age and Vary to whatever
@@ -373,26 +374,15 @@ void cn_s3_cors_preflight(cn_s3_req *r)
 		cn_s3_error(r, CN_S3_AccessForbidden, "CORSResponse: Too many Access-Control-Request-Headers.");
 		return;
 	}
+	/* A missing bucket, a bucket without a configuration, a missing method and a request
+	 * no rule allows get one answer: the anonymous caller learns nothing about the bucket. */
 	cn_err e = r->bucket[0] ? load(r, &root) : CN_ERR_NO_BUCKET;
-	if (e == CN_ERR_NO_BUCKET) { /* as AWS */
-		cn_s3_error(r, CN_S3_AccessForbidden, "CORSResponse: Bucket not found");
-		return;
-	}
-	if (e == CN_ERR_NOT_FOUND) {
-		cn_s3_error(r, CN_S3_AccessForbidden, "CORSResponse: CORS is not enabled for this bucket.");
-		return;
-	}
-	if (e) {
+	if (e && e != CN_ERR_NO_BUCKET && e != CN_ERR_NOT_FOUND) {
 		cn_s3_error_from(r, e);
 		return;
 	}
-	if (!method || !*method) { /* AWS: 403 as well */
-		cn_xml_free(root);
-		cn_s3_error(r, CN_S3_AccessForbidden,
-		            "CORSResponse: Invalid Access-Control-Request-Method: the header is missing.");
-		return;
-	}
-	const cn_xml_node *rule = find_rule(root, origin, method, req_headers, &star);
+	const cn_xml_node *rule =
+		!e && method && *method ? find_rule(root, origin, method, req_headers, &star) : NULL;
 	if (!rule) {
 		cn_xml_free(root);
 		cn_s3_error(r, CN_S3_AccessForbidden,

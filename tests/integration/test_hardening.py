@@ -224,3 +224,28 @@ def test_response_overrides_refuse_control_characters(server, s3, bucket, param)
     # HTAB is allowed in a field value
     r = raw(server, "GET", f"/{bucket}/o", query=[(param, "a\tb")])
     assert r.status == 200 and r.body == b"body", r
+
+
+# --- the CORS preflight does not tell whether a bucket exists -----------------------------------
+
+def _preflight(server, path, method="GET"):
+    hdrs = {"Origin": "https://attacker.example"}
+    if method:
+        hdrs["Access-Control-Request-Method"] = method
+    r = raw(server, "OPTIONS", path, headers=hdrs, sign=False)
+    e = r.error()
+    return r.status, e.get("Code"), e.get("Message")
+
+
+def test_preflight_answers_alike_with_and_without_the_bucket(server, s3, bucket):
+    for method in ("GET", None):
+        missing = _preflight(server, f"/{unique_bucket('nobucket')}/k", method)
+        no_cors = _preflight(server, f"/{bucket}/k", method)
+        assert missing == no_cors, (method, missing, no_cors)
+        assert missing[:2] == (403, "AccessForbidden")
+        assert missing[2].startswith("CORSResponse: This CORS request is not allowed.")
+    s3.put_bucket_cors(Bucket=bucket, CORSConfiguration={"CORSRules": [
+        {"AllowedMethods": ["PUT"], "AllowedOrigins": ["https://app.example.com"]}]})
+    for method in ("GET", None):
+        assert _preflight(server, f"/{bucket}/k", method) == \
+            _preflight(server, f"/{unique_bucket('nobucket')}/k", method)
