@@ -1,5 +1,5 @@
 /* fuzz/signed_headers: the rule that a V4 request does only what was signed (auth.c rule
- * A1), as a property. A request correctly signed with the header form (SignedHeaders
+ * AUTH-5), as a property. A request correctly signed with the header form (SignedHeaders
  * host;x-amz-content-sha256;x-amz-date) or the presigned form (SignedHeaders host) gets the
  * extra headers the input describes ("name:value" lines; the first byte picks the form),
  * then goes through cn_auth_check. Whatever the bytes:

@@ -8,7 +8,7 @@
 #   base    GET of fresh objects, then PUT, all drives healthy
 #   wipe    the server stopped, drive 1's folder replaced by an empty one (a swapped
 #           disk), the server started: it formats the drive into its slot and starts the
-#           heal scan at once (throttled: H3 in src/object/heal.c)
+#           heal scan at once (throttled: HEAL-3 in src/object/heal.c)
 #   heal    the same GET and PUT (new prefixes) while the scan rebuilds on drive 1 every
 #           object written before (FILL and the base phases')
 #   idle    IDLE seconds without load: the scan's own pace

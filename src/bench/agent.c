@@ -2,7 +2,7 @@
  * time; a driver (`--agents h1:p,h2:p`) sends each agent its flags, waits until every agent
  * has prepared, gives one wall-clock start time to all, then collects every request record
  * and merges them into one report and one benchdata file (records are exact, so the merged
- * figures are the same as if one client had made every request: B1-B3).
+ * figures are the same as if one client had made every request: BENCH-1..BENCH-3).
  *
  * Protocol (text lines over TCP, one run per connection):
  *   driver: "CAIRN-BENCH 1", "index I N", "mode M", "arg FLAG"..., "go"

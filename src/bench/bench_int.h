@@ -3,10 +3,10 @@
  * load engine. Same error contract as bench.h.
  *
  * Invariants that make `analyze` reproduce a live report exactly:
- *  B1. Every figure of a report is computed from cn_bench_rec values only (integers, ns).
- *  B2. Accumulation is integer arithmetic (sums, attributed bytes/ops), so it is independent
+ *  BENCH-1. Every figure of a report is computed from cn_bench_rec values only (integers, ns).
+ *  BENCH-2. Accumulation is integer arithmetic (sums, attributed bytes/ops), so it is independent
  *      of the order records arrive in and of how per-thread accumulators are merged.
- *  B3. A benchdata file holds every record field losslessly (decimal integers). */
+ *  BENCH-3. A benchdata file holds every record field losslessly (decimal integers). */
 #ifndef CN_BENCH_INT_H
 #define CN_BENCH_INT_H
 

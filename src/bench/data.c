@@ -1,7 +1,7 @@
 /* bench/data: benchdata files — every request of a run as gzip-compressed CSV (zlib), and
  * back into an accumulator for `analyze` and `cmp`. Format (bench_int.h): "# cairn-bench
  * benchdata v1", "# key=value" lines, the CSV header, one record per line. All numbers are
- * decimal integers (ns, bytes), so a file reproduces the live figures exactly (B3). */
+ * decimal integers (ns, bytes), so a file reproduces the live figures exactly (BENCH-3). */
 #include "bench/bench_int.h"
 
 #include <errno.h>

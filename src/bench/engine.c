@@ -6,7 +6,7 @@
  * from one pre-generated random buffer (incompressible), each object a different window of
  * it, so a GET can be verified with XXH3 against the hash of what was written. Every
  * request of a measured phase becomes a cn_bench_rec fed to its worker's accumulator
- * (merged at the end, invariant B2). Errors are counted and shown, never retried. A phase
+ * (merged at the end, invariant BENCH-2). Errors are counted and shown, never retried. A phase
  * is bounded: new requests stop at the deadline and each in-flight request is bounded by
  * the request timeout. */
 #include "bench/run_int.h"

@@ -1,7 +1,7 @@
 /* bench/run_int: the load engine's shared vocabulary, private to engine.c (workers, libcurl
  * transfers, phases), gen.c (what each request is: object, key, size, operation) and
  * modes.c (a run's phases for each mode, reports, benchdata). bench_int.h's invariants
- * B1-B3 hold for what they record. */
+ * BENCH-1..BENCH-3 hold for what they record. */
 #ifndef CN_BENCH_RUN_INT_H
 #define CN_BENCH_RUN_INT_H
 

@@ -443,7 +443,7 @@ static int make_loops(const server_opts *o, const char *host, int port, cn_s3_se
 {
 	const char *lg = getenv("CAIRN_LINGER_MS");
 	const char *grow = getenv("CAIRN_WORKERS_GROW_AFTER_MS"); /* net.h; tests: -1 */
-	/* net.h invariant 7: bytes/s a client must keep up while a worker waits on it, after a
+	/* loop.c NET-7: bytes/s a client must keep up while a worker waits on it, after a
 	 * grace (defaults 1024 and 10000 ms; a negative rate: none) */
 	const char *min_rate = getenv("CAIRN_API_MIN_RATE");
 	const char *rate_grace = getenv("CAIRN_API_RATE_GRACE_MS");

@@ -3,14 +3,14 @@
  * / commonSetDriveCount, internal/config/storageclass). Behaviour, not code: where MinIO's
  * rule is a quirk we keep the observable result and say so here.
  *
- *  L1. Endpoint order is cn_cluster_expand's (first ellipsis varies fastest = MinIO's
+ *  LAYOUT-1. Endpoint order is cn_cluster_expand's (first ellipsis varies fastest = MinIO's
  *      hosts-interleaved order); pools follow the argument order; set i of a pool is the
  *      endpoints [first + i*S, first + (i+1)*S), slot j the j-th of them.
- *  L2. Symmetry: MinIO's loop keeps only the verdict of the LAST pattern it parsed, which
+ *  LAYOUT-2. Symmetry: MinIO's loop keeps only the verdict of the LAST pattern it parsed, which
  *      is the FIRST ellipsis of the argument (its parser works right to left); so only
  *      that range's length L matters.
- *  L3. commonSetDriveCount with all candidates dividing the count picks the largest one.
- *  L4. EC:0 is accepted only for a single drive: a deployment of several drives always
+ *  LAYOUT-3. commonSetDriveCount with all candidates dividing the count picks the largest one.
+ *  LAYOUT-4. EC:0 is accepted only for a single drive: a deployment of several drives always
  *      keeps parity (MinIO accepts EC:0 there too; cairn refuses silent zero redundancy). */
 #include "cluster/layout.h"
 #include "cluster/cluster.h"
@@ -128,7 +128,7 @@ cn_err cn_layout_check_parity(unsigned standard, unsigned rrs, unsigned set_size
 	return CN_OK;
 }
 
-/* Length of the first ellipsis range of arg (L2), via the expansion of arg's text up to
+/* Length of the first ellipsis range of arg (LAYOUT-2), via the expansion of arg's text up to
  * and including its first '}'. */
 static cn_err first_range_len(const char *arg, size_t *len)
 {
@@ -181,7 +181,7 @@ static cn_err choose_set_size(const char *what, size_t total, size_t sym_len, un
 		size_t s = cand[i];
 		bool sym = sym_len == 0 || (sym_len > s ? sym_len % s == 0 : s % sym_len == 0);
 		if (sym)
-			best = cand[i];  /* ascending: the last symmetric one is the largest (L3) */
+			best = cand[i];  /* ascending: the last symmetric one is the largest (LAYOUT-3) */
 	}
 	if (!best) {
 		list_sizes(sizes, sizeof sizes, cand, nc);

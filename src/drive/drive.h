@@ -31,7 +31,7 @@ typedef struct cn_drive_info {
 	uint64_t outages; /* times the health wrapper took the drive offline (0 without one):
 	                     a change tells that it was away, however briefly */
 	uint64_t refused; /* calls the health wrapper turned away while others were late
-	                     (health.c W8; 0 without one) */
+	                     (health.c HEALTH-8; 0 without one) */
 	/* The filesystem the drive's folder lies on and the one its parent folder lies on
 	 * (they differ when the folder is a mounted disk's root): a drive on the filesystem
 	 * that holds the other drives' mount points is a disk not mounted. 0: unknown. */
@@ -92,7 +92,7 @@ typedef struct cn_drive_ops {
 	cn_err (*stat_vol)(cn_drive *d, const char *vol, int64_t *mtime_ms);
 	cn_err (*delete_vol)(cn_drive *d, const char *vol);
 	/* purge_vol: removes the vol and everything in it, at once (renamed away, then
-	 * removed): heal's removal of a bucket no quorum of drives holds (E11 in vols.c).
+	 * removed): what a caller uses to remove a bucket folder that it found too few drives hold.
 	 * CN_ERR_NO_BUCKET when absent. Optional (NULL: not done). */
 	cn_err (*purge_vol)(cn_drive *d, const char *vol);
 	cn_err (*list_vols)(cn_drive *d, cn_drive_vol **out, size_t *n);
@@ -118,25 +118,25 @@ typedef struct cn_drive_ops {
 	cn_err (*rename_data)(cn_drive *d, const char *tmp_id, const char *data_id,
 	                      const char *vol, const char *key, const void *rec, size_t reclen);
 
-	/* The key's previous record (FORMAT.md §3 "%p.<leaf>"): an overwrite's safety net
-	 * until the new version is at write quorum (quorum.c E15). Optional: all three or none
-	 * (NULL: the drive keeps none, and reads without it are as before E15).
+	/* The key's previous record (FORMAT.md §3 "%p.<leaf>"): a copy of the record
+	 * a commit replaced, kept until the caller drops it. Optional: all three or none
+	 * (NULL: the drive keeps none).
 	 * prev_keep: makes the key's current record also its previous one (a hard link,
 	 *   replacing any previous one); CN_ERR_NO_KEY when there is no current record (then
 	 *   any previous record is removed: it would not be the current one's). Called just
 	 *   before rename_data and not synced: the rename's sync makes both durable, in order.
 	 * prev_read: at most max bytes; CN_ERR_NO_KEY when absent.
 	 * prev_drop: removes it; absent is not an error. Not synced (one that comes back
-	 *   after a crash beside a current record at quorum is never read: E15).
+	 *   after a crash is the caller's to ignore or drop).
 	 * delete_meta removes the previous record too (before the current one). The data
-	 * folder a previous record names is the caller's to keep (C4 in object.c). */
+	 * folder a previous record names is the caller's to keep. */
 	cn_err (*prev_keep)(cn_drive *d, const char *vol, const char *key);
 	cn_err (*prev_read)(cn_drive *d, const char *vol, const char *key, size_t max, cn_buf *out);
 	cn_err (*prev_drop)(cn_drive *d, const char *vol, const char *key);
 
 	/* Records. read_meta: at most max bytes; a record that is not there is told apart
 	 * from a vol that is not there: CN_ERR_NO_KEY only when the vol exists on this drive
-	 * (so does the drive's folder: a "no such key" that counts, E2 in quorum.c), else
+	 * (so the drive's folder exists too: the answer is about the key, not the drive), else
 	 * CN_ERR_NO_BUCKET. delete_meta unlinks the record (CN_ERR_NO_KEY when absent). */
 	cn_err (*read_meta)(cn_drive *d, const char *vol, const char *key, size_t max, cn_buf *out);
 	cn_err (*delete_meta)(cn_drive *d, const char *vol, const char *key);
@@ -256,7 +256,7 @@ struct cn_drive {
 	                           drive with CAIRN_SYNC=fsync: file_close(keep), rename_data,
 	                           version_write, upload_write fdatasync), so
 	                           their time grows with the load as sync's does: the health
-	                           wrapper does not count them late (W8); false by default */
+	                           wrapper does not count them late (HEALTH-8); false by default */
 };
 
 /* Local drive over the folder `path` (created if missing). Creates .cairn.sys/ and its
@@ -279,7 +279,7 @@ cn_err cn_drive_local_open_absent(const char *path, bool durable, cn_drive **out
  * ownership of inner (closed with the wrapper). Calls already blocked in the inner drive
  * are not interrupted; the limit protects the requests that follow. While late_cap calls
  * (other than sync) have each run longer than late_ms, new calls answer CN_ERR_OFFLINE at
- * once without the drive being marked offline (health.c W8: a hang holds few threads
+ * once without the drive being marked offline (health.c HEALTH-8: a hang holds few threads
  * before stall_ms decides). */
 typedef struct cn_drive_health_cfg {
 	int64_t stall_ms;   /* 0: 30000; < 0: no stall limit (and no late limit) */
@@ -321,7 +321,7 @@ bool cn_drive_nowait(void);
 
 /* Statistics of the local drive's group commit (for benchmarks). */
 void cn_drive_local_sync_stats(cn_drive *d, uint64_t *barriers, uint64_t *flushes);
-/* The group commit's generations (tests): flushes started, and completed (local_sync.c S1). */
+/* The group commit's generations (tests): flushes started, and completed (local_sync.c SYNC-1). */
 void cn_drive_local_sync_gens(cn_drive *d, uint64_t *started, uint64_t *completed);
 
 /* Convenience wrappers: d->ops->x(d, ...). */

@@ -2,51 +2,51 @@
  * stalling drive out of service and brings it back when it recovers.
  *
  * Invariants:
- *  W1. A call that fails with CN_ERR_IO / CN_ERR_OFFLINE or takes longer than the stall
+ *  HEALTH-1. A call that fails with CN_ERR_IO / CN_ERR_OFFLINE or takes longer than the stall
  *      limit marks the drive offline (logged once per outage), and so does finding its
- *      folder gone (online, info): the erasure layer then counts it down before its next
- *      mutation (quorum.c E12) instead of finding it by a write. Data-level answers
+ *      folder gone (online, info): a caller that asks `online` before a mutation then counts
+ *      it down instead of finding it by a write. Data-level answers
  *      (NO_KEY, NO_BUCKET, NOT_FOUND, NOSPACE, CORRUPT ...) say nothing about the drive.
- *  W2. While offline every call returns CN_ERR_OFFLINE at once, without touching the inner
+ *  HEALTH-2. While offline every call returns CN_ERR_OFFLINE at once, without touching the inner
  *      drive, so one bad drive costs requests nothing but its share of the quorum; handles
  *      opened before the outage keep working (their own errors still count).
- *  W3. One prober thread per wrapped drive checks an offline drive every probe interval
+ *  HEALTH-3. One prober thread per wrapped drive checks an offline drive every probe interval
  *      (info, then writing and reading back a small system file) and puts it back online
  *      when that succeeds within the stall limit (logged).
- *  W4. A call already blocked inside the inner drive cannot be interrupted (POSIX I/O);
+ *  HEALTH-4. A call already blocked inside the inner drive cannot be interrupted (POSIX I/O);
  *      the limit bounds how long the NEXT requests wait: after one stalled call the drive
  *      is skipped.
- *  W5. A refused drive (cn_drive_health_refuse: it holds another slot's or deployment's
+ *  HEALTH-5. A refused drive (cn_drive_health_refuse: it holds another slot's or deployment's
  *      format) answers like an offline one, but no probe brings it back: only its owner
  *      admits it again. reopen, replaced and reading the "format" system file still reach
  *      it (they decide whether it stays refused); nothing else is read or written.
- *  W6. Timed calls in progress are tracked (their start, in a slot of inflight[]); while
+ *  HEALTH-6. Timed calls in progress are tracked (their start, in a slot of inflight[]); while
  *      the drive is online the prober looks at them every stall/4 (10 ms to 1 s) and
  *      takes the drive offline as soon as one has run longer than the stall limit, so a
  *      drive that hangs is skipped by the next requests without waiting for the hung call
- *      to return (W4: the callers already inside still wait). A call finding no free slot
+ *      to return (HEALTH-4: the callers already inside still wait). A call finding no free slot
  *      (more than INFLIGHT_SLOTS at once) is judged when it returns only, as before. A
  *      probe does not pass while such a call is still hung (no flapping back online).
- *  W7. A thread in no-I/O mode (cn_drive_no_io) gets CN_ERR_BUSY from every call, before
+ *  HEALTH-7. A thread in no-I/O mode (cn_drive_no_io) gets CN_ERR_BUSY from every call, before
  *      anything else, and the drive is not judged by it; except read_meta and
  *      version_read, which reach an online drive in its no-wait mode (drive.h): untimed
- *      and not tracked (they cannot wait), judged by their errors only (W1).
- *  W8. Between a hang's start and W6's verdict every new call would join the hung ones and
+ *      and not tracked (they cannot wait), judged by their errors only (HEALTH-1).
+ *  HEALTH-8. Between a hang's start and HEALTH-6's verdict every new call would join the hung ones and
  *      hold its thread too, until every worker of the server waits on one drive. So while
  *      at least late_cap tracked calls of an online drive have each run longer than late_ms
  *      (a tenth of the stall limit by default), new calls are refused with CN_ERR_OFFLINE
  *      at once, without touching the drive or marking it offline (callers use the other
  *      drives, as for an offline one); once fewer are late, calls go through again. The
- *      prober counts late calls at each look (W6's, every late/4 or stall/4, 10 ms to 1 s),
+ *      prober counts late calls at each look (HEALTH-6's, every late/4 or stall/4, 10 ms to 1 s),
  *      and while it refuses every returning call counts them again, so refusals end as
- *      soon as enough late calls have returned. sync calls are tracked for W6 but
+ *      soon as enough late calls have returned. sync calls are tracked for HEALTH-6 but
  *      not counted late: a group commit's wait grows with the load, not with a hang, and a
  *      busy filesystem must not turn every PUT away; for that reason neither are the writing
  *      calls that sync themselves on a drive with writes_sync (drive.h: file_close(keep),
  *      rename_data, version_write, upload_write under CAIRN_SYNC=fsync); every other call
  *      counts (file_write too, which dirty-page throttling can slow on a busy
  *      filesystem: a bounded wait, not the flush itself). Handles opened before (file_write,
- *      rfile_read) are not refused (W2). Calls finding no slot (W6) are not counted.
+ *      rfile_read) are not refused (HEALTH-2). Calls finding no slot (HEALTH-6) are not counted.
  *      While refusing, info answers the last figures the drive gave (online) and reopen
  *      fails, so metrics and the drive monitor do not hang on it either. */
 #include "drive/drive.h"
@@ -62,7 +62,7 @@
 
 typedef struct hslot {
 	_Atomic int64_t t0; /* start of the call holding it (monotonic ms), negated for a sync
-	                       call (W8: not counted late); 0: free */
+	                       call (HEALTH-8: not counted late); 0: free */
 	char pad[56];       /* one cache line each: threads take different slots */
 } hslot;
 
@@ -71,18 +71,18 @@ typedef struct hdrive {
 	cn_drive *in;
 	cn_drive_health_cfg cfg;
 	atomic_bool offline;
-	atomic_bool refused;     /* W5 */
+	atomic_bool refused;     /* HEALTH-5 */
 	atomic_uint_fast64_t outages;
-	atomic_uint_fast64_t refused_calls; /* W8 */
+	atomic_uint_fast64_t refused_calls; /* HEALTH-8 */
 	pthread_mutex_t mu;
-	cn_drive_info last_info; /* under mu: the drive's last answer (W8: info while refusing) */
+	cn_drive_info last_info; /* under mu: the drive's last answer (HEALTH-8: info while refusing) */
 	pthread_cond_t cv;
 	bool stop;
 	pthread_t prober;
 	bool started;
-	hslot inflight[INFLIGHT_SLOTS]; /* W6 */
-	atomic_int late;                /* W8: calls past late_ms at the prober's last look */
-	atomic_bool refusing;           /* W8: logged once per episode */
+	hslot inflight[INFLIGHT_SLOTS]; /* HEALTH-6 */
+	atomic_int late;                /* HEALTH-8: calls past late_ms at the prober's last look */
+	atomic_bool refusing;           /* HEALTH-8: logged once per episode */
 } hdrive;
 
 typedef struct hfile {
@@ -110,7 +110,7 @@ static void mark_offline(hdrive *d, const char *why)
 	}
 }
 
-/* W6: a timed call's start, tracked in a slot while it runs (slot -1: none was free). */
+/* HEALTH-6: a timed call's start, tracked in a slot while it runs (slot -1: none was free). */
 typedef struct htick {
 	int64_t t0;
 	int slot;
@@ -139,7 +139,7 @@ static htick tick_kind(hdrive *d, bool sync)
 
 static htick tick(hdrive *d) { return tick_kind(d, false); }
 
-/* W1: the verdict on one call (and W6: its slot freed). */
+/* HEALTH-1: the verdict on one call (and HEALTH-6: its slot freed). */
 static int64_t oldest_call_ms(hdrive *d);
 
 static cn_err judge(hdrive *d, cn_err e, htick t, const char *what)
@@ -147,7 +147,7 @@ static cn_err judge(hdrive *d, cn_err e, htick t, const char *what)
 	if (t.slot >= 0) {
 		atomic_store(&d->inflight[t.slot].t0, 0);
 		if (atomic_load_explicit(&d->late, memory_order_relaxed) >= d->cfg.late_cap)
-			oldest_call_ms(d); /* W8: refusing; count again now that one returned */
+			oldest_call_ms(d); /* HEALTH-8: refusing; count again now that one returned */
 	}
 	int64_t took = cn_mono_ms() - t.t0;
 	if (e == CN_ERR_IO || e == CN_ERR_OFFLINE) {
@@ -162,7 +162,7 @@ static cn_err judge(hdrive *d, cn_err e, htick t, const char *what)
 	return e;
 }
 
-static __thread bool no_io; /* W7 */
+static __thread bool no_io; /* HEALTH-7 */
 
 void cn_drive_no_io(bool on)
 {
@@ -174,7 +174,7 @@ bool cn_drive_nowait(void)
 	return no_io;
 }
 
-/* W8: too many calls of this drive are late; logged once per episode. */
+/* HEALTH-8: too many calls of this drive are late; logged once per episode. */
 static bool too_late(hdrive *d)
 {
 	if (atomic_load_explicit(&d->late, memory_order_relaxed) < d->cfg.late_cap)
@@ -190,12 +190,12 @@ static bool too_late(hdrive *d)
 #define GUARD(d)                                  \
 	do {                                          \
 		if (no_io)                                \
-			return CN_ERR_BUSY; /* W7 */          \
+			return CN_ERR_BUSY; /* HEALTH-7 */          \
 		if (atomic_load(&(d)->offline) ||         \
 		    atomic_load(&(d)->refused))           \
-			return CN_ERR_OFFLINE; /* W2, W5 */   \
+			return CN_ERR_OFFLINE; /* HEALTH-2, HEALTH-5 */   \
 		if (too_late(d))                          \
-			return CN_ERR_OFFLINE; /* W8 */       \
+			return CN_ERR_OFFLINE; /* HEALTH-8 */       \
 	} while (0)
 
 #define CALL(d, what, expr)                       \
@@ -206,7 +206,7 @@ static bool too_late(hdrive *d)
 		return judge((d), _e, _t0, (what));       \
 	} while (0)
 
-/* A call that writes and, on a drive with writes_sync, waits for the device (W8). */
+/* A call that writes and, on a drive with writes_sync, waits for the device (HEALTH-8). */
 #define CALL_WRITE(d, what, expr)                 \
 	do {                                          \
 		GUARD(d);                                 \
@@ -215,14 +215,14 @@ static bool too_late(hdrive *d)
 		return judge((d), _e, _t0, (what));       \
 	} while (0)
 
-/* W7: a read the drive answers in no-wait mode on a no-I/O thread; timed otherwise. */
+/* HEALTH-7: a read the drive answers in no-wait mode on a no-I/O thread; timed otherwise. */
 #define CALL_NOWAIT(d, what, expr)                \
 	do {                                          \
 		if (!no_io)                               \
 			CALL(d, what, expr);                  \
 		if (atomic_load(&(d)->offline) ||         \
 		    atomic_load(&(d)->refused))           \
-			return CN_ERR_OFFLINE; /* W2, W5 */   \
+			return CN_ERR_OFFLINE; /* HEALTH-2, HEALTH-5 */   \
 		cn_err _e = (expr);                       \
 		if (_e == CN_ERR_IO || _e == CN_ERR_OFFLINE) \
 			mark_offline((d), what " failed");    \
@@ -260,13 +260,13 @@ static cn_err h_info(cn_drive *dd, cn_drive_info *out)
 {
 	hdrive *d = H(dd);
 	if (no_io)
-		return CN_ERR_BUSY; /* W7 */
+		return CN_ERR_BUSY; /* HEALTH-7 */
 	cn_err e = CN_OK;
 	if (atomic_load(&d->offline) || atomic_load(&d->refused)) {
 		memset(out, 0, sizeof *out); /* answered: online = false */
 		goto counters;
 	}
-	if (too_late(d)) { /* W8: the statvfs could hang too; answer the last figures */
+	if (too_late(d)) { /* HEALTH-8: the statvfs could hang too; answer the last figures */
 		pthread_mutex_lock(&d->mu);
 		*out = d->last_info;
 		pthread_mutex_unlock(&d->mu);
@@ -281,7 +281,7 @@ static cn_err h_info(cn_drive *dd, cn_drive_info *out)
 		pthread_mutex_unlock(&d->mu);
 	}
 	if (e == CN_OK && !out->online)
-		mark_offline(d, "its folder is gone"); /* W1 */
+		mark_offline(d, "its folder is gone"); /* HEALTH-1 */
 	if (atomic_load(&d->offline))
 		out->online = false;
 counters:
@@ -299,10 +299,10 @@ static bool h_online(cn_drive *dd)
 	if (atomic_load(&d->refused))
 		return false;
 	if (no_io)
-		return true; /* W7: as far as is known */
+		return true; /* HEALTH-7: as far as is known */
 	if (d->in->ops->online) {
 		if (!d->in->ops->online(d->in)) {
-			mark_offline(d, "its folder is gone"); /* W1 */
+			mark_offline(d, "its folder is gone"); /* HEALTH-1 */
 			return false;
 		}
 		return !atomic_load(&d->offline);
@@ -313,13 +313,13 @@ static bool h_online(cn_drive *dd)
 
 static bool probe(hdrive *d);
 
-/* Not gated by W2 (bringing a drive back is what it is for); an offline drive that reopens
+/* Not gated by HEALTH-2 (bringing a drive back is what it is for); an offline drive that reopens
  * and passes a probe is online again at once. */
 static cn_err h_reopen(cn_drive *dd)
 {
 	hdrive *d = H(dd);
 	if (!d->in->ops->reopen || too_late(d))
-		return CN_ERR_OFFLINE; /* W8: its folder calls could hang too */
+		return CN_ERR_OFFLINE; /* HEALTH-8: its folder calls could hang too */
 	cn_err e = d->in->ops->reopen(d->in);
 	if (!e && atomic_load(&d->offline) && probe(d) && atomic_exchange(&d->offline, false))
 		cn_log(CN_LOG_INFO, NULL, "drive %s: back online (re-opened)", d->in->endpoint);
@@ -337,9 +337,9 @@ static cn_err h_read_sys(cn_drive *dd, const char *name, size_t max, cn_buf *out
 {
 	hdrive *d = H(dd);
 	if (no_io)
-		return CN_ERR_BUSY; /* W7 */
+		return CN_ERR_BUSY; /* HEALTH-7 */
 	if (atomic_load(&d->refused) && !atomic_load(&d->offline) && strcmp(name, "format") == 0) {
-		htick t0 = tick(d); /* W5: what decides whether it stays refused */
+		htick t0 = tick(d); /* HEALTH-5: what decides whether it stays refused */
 		return judge(d, d->in->ops->read_sys(d->in, name, max, out), t0, "read_sys");
 	}
 	CALL(d, "read_sys", d->in->ops->read_sys(d->in, name, max, out));
@@ -405,7 +405,7 @@ static cn_err h_file_write(cn_drive_file *ff, const void *p, size_t len)
 {
 	hfile *f = (hfile *)(void *)ff;
 	if (no_io)
-		return CN_ERR_BUSY; /* W7 */
+		return CN_ERR_BUSY; /* HEALTH-7 */
 	htick t0 = tick(f->d);
 	return judge(f->d, f->d->in->ops->file_write(f->in, p, len), t0, "write");
 }
@@ -413,7 +413,7 @@ static cn_err h_file_write(cn_drive_file *ff, const void *p, size_t len)
 static cn_err h_file_close(cn_drive_file *ff, bool keep)
 {
 	hfile *f = (hfile *)(void *)ff;
-	htick t0 = tick_kind(f->d, keep && f->d->in->writes_sync); /* W8 */
+	htick t0 = tick_kind(f->d, keep && f->d->in->writes_sync); /* HEALTH-8 */
 	cn_err e = judge(f->d, f->d->in->ops->file_close(f->in, keep), t0, "close");
 	free(f);
 	return e;
@@ -493,7 +493,7 @@ static cn_err h_rfile_read(cn_drive_rfile *ff, int64_t off, void *buf, size_t le
 {
 	hrfile *f = (hrfile *)(void *)ff;
 	if (no_io)
-		return CN_ERR_BUSY; /* W7 */
+		return CN_ERR_BUSY; /* HEALTH-7 */
 	htick t0 = tick(f->d);
 	return judge(f->d, f->d->in->ops->rfile_read(f->in, off, buf, len, got), t0, "read");
 }
@@ -617,7 +617,7 @@ static cn_err h_sync(cn_drive *dd)
 {
 	hdrive *d = H(dd);
 	GUARD(d);
-	htick t0 = tick_kind(d, true); /* W8: not counted late */
+	htick t0 = tick_kind(d, true); /* HEALTH-8: not counted late */
 	return judge(d, d->in->ops->sync(d->in), t0, "sync");
 }
 static const void *h_sync_group(cn_drive *dd)
@@ -676,8 +676,8 @@ static const cn_drive_ops health_ops = {
 	.sync_group = h_sync_group,
 };
 
-/* W3: one probe of the inner drive. */
-/* W6: the longest a tracked call has been running (0: none); W8: stores how many calls
+/* HEALTH-3: one probe of the inner drive. */
+/* HEALTH-6: the longest a tracked call has been running (0: none); HEALTH-8: stores how many calls
  * other than syncs have run longer than late_ms. */
 static int64_t oldest_call_ms(hdrive *d)
 {
@@ -703,7 +703,7 @@ static int64_t oldest_call_ms(hdrive *d)
 static bool probe(hdrive *d)
 {
 	if (d->cfg.stall_ms > 0 && oldest_call_ms(d) > d->cfg.stall_ms)
-		return false; /* W6: a call is still hung */
+		return false; /* HEALTH-6: a call is still hung */
 	int64_t t0 = cn_mono_ms();
 	cn_drive_info di;
 	static const char body[] = "cairn drive probe\n";
@@ -727,7 +727,7 @@ static void *prober(void *arg)
 				pthread_cond_wait(&d->cv, &d->mu);
 				continue;
 			}
-			/* W6, W8: watch the calls in progress */
+			/* HEALTH-6, HEALTH-8: watch the calls in progress */
 			int64_t every = d->cfg.stall_ms / 4;
 			if (d->cfg.late_ms > 0 && d->cfg.late_ms / 4 < every)
 				every = d->cfg.late_ms / 4;
@@ -753,7 +753,7 @@ static void *prober(void *arg)
 		if (d->stop)
 			break;
 		pthread_mutex_unlock(&d->mu);
-		bool back = !atomic_load(&d->refused) && probe(d); /* W5: no probe writes there */
+		bool back = !atomic_load(&d->refused) && probe(d); /* HEALTH-5: no probe writes there */
 		pthread_mutex_lock(&d->mu);
 		if (back && atomic_exchange(&d->offline, false))
 			cn_log(CN_LOG_INFO, NULL, "drive %s: back online (probe passed)", d->in->endpoint);
@@ -777,7 +777,7 @@ cn_err cn_drive_health_wrap(cn_drive *inner, const cn_drive_health_cfg *cfg, cn_
 	if (d->cfg.late_ms == 0)
 		d->cfg.late_ms = 1; /* stall limits under 10 ms */
 	if (d->cfg.stall_ms < 0)
-		d->cfg.late_ms = -1; /* no stall limit, no W8 either */
+		d->cfg.late_ms = -1; /* no stall limit, no HEALTH-8 either */
 	d->cfg.late_cap = cfg && cfg->late_cap > 0 ? cfg->late_cap : 4;
 	atomic_init(&d->offline, false);
 	atomic_init(&d->refused, false);

@@ -5,8 +5,8 @@
  *   local_path.c     keys and ids to paths (FORMAT.md §3), the tmp area's names
  *   local_io.c       errno mapping, whole-file reads and writes, folder listing and
  *                    removal; the record and data operations (the per-request hot path)
- *   local_pool.c     the pool of freed record files (P1-P4)
- *   local_sync.c     durability: targeted fsyncs (T1), the syncfs group commit (S1-S5)
+ *   local_pool.c     the pool of freed record files (POOL-1..POOL-4)
+ *   local_sync.c     durability: targeted fsyncs (FSYNC-1), the syncfs group commit (SYNC-1..SYNC-5)
  *   local_vol.c      volumes and system files
  *   local_version.c  noncurrent versions and data folders
  *   local_walk.c     listing walks: objects (walk), keys with data and no record
@@ -43,17 +43,17 @@
 #define TMP_DATA ".d"
 #define TMP_REC ".rec"
 
-/* One syncfs group commit per filesystem (local_sync.c S1-S3): drives that are folders of
- * one filesystem share it, since one syncfs flushes all of them (S4). */
+/* One syncfs group commit per filesystem (local_sync.c SYNC-1..SYNC-3): drives that are folders of
+ * one filesystem share it, since one syncfs flushes all of them (SYNC-4). */
 typedef struct syncgroup {
 	dev_t dev;
 	int refs;
 	pthread_mutex_t mu;          /* started, running, want_next, the counters */
-	uint64_t started;            /* S1 */
-	_Atomic uint64_t completed;  /* S1, read without the mutex by woken waiters */
-	_Atomic uint64_t failed_gen; /* S3 */
-	_Atomic uint32_t wake[2];    /* S5: futex words, bumped to wake a generation */
-	bool want_next[2];           /* S5: a waiter sleeps for generation started + 1 */
+	uint64_t started;            /* SYNC-1 */
+	_Atomic uint64_t completed;  /* SYNC-1, read without the mutex by woken waiters */
+	_Atomic uint64_t failed_gen; /* SYNC-3 */
+	_Atomic uint32_t wake[2];    /* SYNC-5: futex words, bumped to wake a generation */
+	bool want_next[2];           /* SYNC-5: a waiter sleeps for generation started + 1 */
 	bool running;
 	uint64_t barriers, flushes;
 	struct syncgroup *next;
@@ -61,7 +61,7 @@ typedef struct syncgroup {
 
 /* Record files freed by deletes, kept for the next small write (local_pool.c). */
 #define POOL_MAX 4096
-#define POOL_KEEP_BYTES 4096  /* larger pool files are truncated when pooled (P4) */
+#define POOL_KEEP_BYTES 4096  /* larger pool files are truncated when pooled (POOL-4) */
 typedef struct rec_pool {
 	pthread_mutex_t mu;
 	uint32_t next;           /* pool file names handed out so far: tmp/<n % 64>/p<n> */

@@ -4,7 +4,7 @@
  * record into the key's place (FORMAT.md §2), retrying when a concurrent delete removes
  * the parent folders in between; its folders and record are made durable by the drive's
  * sync (local_sync.c). Reads take whole records (read_file_at: open, read, close, never
- * held open: local_pool.c P2) or, in drive.h's no-wait mode, only what the page cache
+ * held open: local_pool.c POOL-2) or, in drive.h's no-wait mode, only what the page cache
  * holds. A deleted record goes to the pool (local_pool.c), its previous record first.
  * Every local*.c file turns errno into cn_err through map_errno, which logs the
  * unexpected ones. */
@@ -452,7 +452,7 @@ cn_err cn_local__rename_data(cn_drive *dd, const char *tmp_id, const char *data_
 		goto out;
 	if (data_id) /* the version's data folder (create_file), moved into the key's folder */
 		cn_local__tmp_path(src, sizeof src, tmp_id, TMP_DATA);
-	/* the record: one file in tmp, a pool file when there is one (P1-P3) */
+	/* the record: one file in tmp, a pool file when there is one (POOL-1..POOL-3) */
 	recfd = cn_local__pool_open(d, recsrc, sizeof recsrc);
 	if (recfd < 0)
 		cn_local__tmp_path(recsrc, sizeof recsrc, tmp_id, TMP_REC);

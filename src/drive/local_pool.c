@@ -7,14 +7,14 @@
  * deleted current record is renamed into tmp as a pool file rather than unlinked, and the
  * next small write reuses it (open + truncate + write + rename: no inode allocated or
  * freed; any filesystem saves the inode churn).
- *  P1. Only a file with one link is pooled: a record also linked as a noncurrent version
+ *  POOL-1. Only a file with one link is pooled: a record also linked as a noncurrent version
  *      (version_keep) is unlinked, never rewritten.
- *  P2. Record files are never held open past cn_local__read_file_at (read whole, then
+ *  POOL-2. Record files are never held open past cn_local__read_file_at (read whole, then
  *      closed), so no reader sees a pooled inode rewritten under it.
- *  P3. Pool files are tmp garbage: lost on a crash (tmp is emptied at open) and forgotten
+ *  POOL-3. Pool files are tmp garbage: lost on a crash (tmp is emptied at open) and forgotten
  *      when tmp is; a pool name whose file is gone (a wiped drive) fails to open and the
  *      write creates its file as usual.
- *  P4. The pool holds at most POOL_MAX files of at most POOL_KEEP_BYTES each (a larger
+ *  POOL-4. The pool holds at most POOL_MAX files of at most POOL_KEEP_BYTES each (a larger
  *      record is truncated as it is pooled): deleting objects frees their space but for
  *      at most 16 MiB per drive. */
 #include "drive/local_int.h"
@@ -69,7 +69,7 @@ static void pool_give(local_drive *d, uint32_t id)
 }
 
 /* A pool file opened for writing a new record (truncated), its path in path[0..cap); -1
- * when the pool is empty or none of its files opens (P3: a wiped drive). */
+ * when the pool is empty or none of its files opens (POOL-3: a wiped drive). */
 int cn_local__pool_open(local_drive *d, char *path, size_t cap)
 {
 	uint32_t id;
@@ -82,7 +82,7 @@ int cn_local__pool_open(local_drive *d, char *path, size_t cap)
 	return -1;
 }
 
-/* Removes the record file at path: into the pool when it has no other link (P1), else
+/* Removes the record file at path: into the pool when it has no other link (POOL-1), else
  * unlinked. CN_ERR_NO_KEY when absent. */
 cn_err cn_local__retire_record(local_drive *d, const char *path)
 {
@@ -93,7 +93,7 @@ cn_err cn_local__retire_record(local_drive *d, const char *path)
 	    st.st_nlink == 1 && pool_name(d, &id)) {
 		pool_path(pp, sizeof pp, id);
 		if (renameat(d->root_fd, path, d->root_fd, pp) == 0) {
-			if (st.st_size > POOL_KEEP_BYTES) { /* its blocks are freed now (P4) */
+			if (st.st_size > POOL_KEEP_BYTES) { /* its blocks are freed now (POOL-4) */
 				int fd = openat(d->root_fd, pp, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
 				if (fd >= 0)
 					close(fd);
@@ -110,7 +110,7 @@ cn_err cn_local__retire_record(local_drive *d, const char *path)
 	return CN_OK;
 }
 
-/* Forgets every pool file: their files go with tmp when it is emptied (P3). */
+/* Forgets every pool file: their files go with tmp when it is emptied (POOL-3). */
 void cn_local__pool_clear(local_drive *d)
 {
 	pthread_mutex_lock(&d->pool.mu);

@@ -2,15 +2,15 @@
  * per filesystem (DESIGN.md §4): after its renames a request calls sync(); one leader
  * runs syncfs(root_fd), which on ext4/xfs commits file data, inodes and directory entries
  * of the whole filesystem; the others sleep on a futex word. With CAIRN_SYNC=fsync each
- * request fsyncs only what it changed (T1, below).
+ * request fsyncs only what it changed (FSYNC-1, below).
  * Invariants:
- *  S1. started/completed count flushes; only one flush runs at a time.
- *  S2. A caller needs a flush that STARTED after it entered sync() (its renames are
+ *  SYNC-1. started/completed count flushes; only one flush runs at a time.
+ *  SYNC-2. A caller needs a flush that STARTED after it entered sync() (its renames are
  *      complete then), i.e. generation target = started + 1 read under the mutex; it
  *      returns once completed >= target.
- *  S3. A failed flush marks failed_gen; every caller whose target <= failed_gen fails
+ *  SYNC-3. A failed flush marks failed_gen; every caller whose target <= failed_gen fails
  *      (conservative: it may blame a caller whose own flush succeeded).
- *  S5. Waiters sleep on wake[target & 1]: outstanding targets are only completed + 1 and
+ *  SYNC-5. Waiters sleep on wake[target & 1]: outstanding targets are only completed + 1 and
  *      completed + 2, so the two words never mix generations. A finished flush wakes its
  *      own generation's waiters (they return without taking the mutex) and, when the next
  *      generation has waiters, exactly one of them, which leads it. (A condition
@@ -78,14 +78,14 @@ static void futex_wake_u32(_Atomic uint32_t *w, int n)
 	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
-/* S4: one group per filesystem; its syncfs runs on the fd of whichever drive leads. S5:
+/* SYNC-4: one group per filesystem; its syncfs runs on the fd of whichever drive leads. SYNC-5:
  * who sleeps where and who is woken. */
 static cn_err syncfs_group(local_drive *d)
 {
 	syncgroup *g = d->sg;
 	pthread_mutex_lock(&g->mu);
 	g->barriers++;
-	uint64_t target = g->started + 1; /* S2 */
+	uint64_t target = g->started + 1; /* SYNC-2 */
 	int par = (int)(target & 1);
 	while (atomic_load(&g->completed) < target) {
 		if (g->running) {
@@ -102,7 +102,7 @@ static cn_err syncfs_group(local_drive *d)
 			continue;
 		}
 		/* No flush runs and ours has not completed: started == completed == target - 1
-		 * (S1, S2), so the flush we start is ours. */
+		 * (SYNC-1, SYNC-2), so the flush we start is ours. */
 		g->running = true;
 		uint64_t gen = ++g->started;
 		g->want_next[par] = false;
@@ -133,7 +133,7 @@ static cn_err syncfs_group(local_drive *d)
 	}
 	pthread_mutex_unlock(&g->mu);
 done:
-	return atomic_load(&g->failed_gen) >= target ? CN_ERR_IO : CN_OK; /* S3 */
+	return atomic_load(&g->failed_gen) >= target ? CN_ERR_IO : CN_OK; /* SYNC-3 */
 }
 
 /* Targeted durability (CAIRN_SYNC=fsync). Instead of flushing the whole filesystem, each
@@ -144,7 +144,7 @@ done:
  * from flushing everybody else's dirty data on a shared filesystem (a syncfs does:
  * docs/PERF.md). Operations that are rare and touch system files (volumes, format,
  * bucket files) set need_full, and sync() then runs the syncfs group commit above.
- *  T1. An entry is added after the change it covers; sync() fsyncs every entry recorded
+ *  FSYNC-1. An entry is added after the change it covers; sync() fsyncs every entry recorded
  *      by the calling thread for that drive and clears them, so a request's own changes
  *      are durable when its sync() returns CN_OK. */
 #define PENDING_MAX 24
@@ -173,7 +173,7 @@ static cn_err fsync_dir(local_drive *d, const char *path)
 	return e;
 }
 
-/* Syncs and clears one slot (T1). */
+/* Syncs and clears one slot (FSYNC-1). */
 static cn_err pending_flush(pending_slot *p)
 {
 	cn_err e = CN_OK;

@@ -1,15 +1,15 @@
 /* erasure/codec.c: Reed-Solomon over ISA-L, XXH3-128 bitrot hashes, MinIO's shard rotation.
  *
  * Invariants:
- *  C1. enc (K+M rows x K) is gf_gen_cauchy1_matrix: rows 0..K-1 are the identity, so data
+ *  CODEC-1. enc (K+M rows x K) is gf_gen_cauchy1_matrix: rows 0..K-1 are the identity, so data
  *      shards are the block's bytes, and any K rows form an invertible matrix.
- *  C2. A decode for (sources S, outputs O) uses exactly the rows of S (|S| == K, ascending)
+ *  CODEC-2. A decode for (sources S, outputs O) uses exactly the rows of S (|S| == K, ascending)
  *      and produces the rows of O (ascending); its tables depend on nothing else, so they
  *      are cached under the key (mask S, mask O) and are immutable once published.
- *  C3. Cache slots only go from NULL to an entry (compare-and-swap) and are freed only by
+ *  CODEC-3. Cache slots only go from NULL to an entry (compare-and-swap) and are freed only by
  *      cn_codec_free; a reader that sees an entry sees it fully built (release/acquire).
  *      Hence no lock and no use-after-free while the codec lives.
- *  C4. Every ISA-L call (ec_encode_data through rs_run, CRCs) is followed by
+ *  CODEC-4. Every ISA-L call (ec_encode_data through rs_run, CRCs) is followed by
  *      cn_simd_settle (util.h): ISA-L's AVX-512 kernels return with dirty upper vector
  *      state, and legacy SSE2 code that runs next then pays an AVX-SSE transition
  *      penalty: measured 3x slower shard hashing without it, when the hash was still
@@ -47,7 +47,7 @@ struct cn_codec {
 
 _Static_assert(MAXS <= 16, "decode cache key packs two 16-bit masks");
 
-/* ec_encode_data, then a clean upper vector state (C4). */
+/* ec_encode_data, then a clean upper vector state (CODEC-4). */
 static void rs_run(size_t len, unsigned k, unsigned rows, const unsigned char *tbls,
                    unsigned char **src, unsigned char **dst)
 {
@@ -158,8 +158,8 @@ void cn_codec_join(const cn_codec *c, unsigned char *const *shards, size_t len, 
 	}
 }
 
-/* Builds the decode tables for sources src[0..k) and outputs outs[0..nout) (C2). False
- * only if the submatrix is singular, which C1 rules out. */
+/* Builds the decode tables for sources src[0..k) and outputs outs[0..nout) (CODEC-2). False
+ * only if the submatrix is singular, which CODEC-1 rules out. */
 static bool build_tables(const cn_codec *c, const uint8_t *src, const uint8_t *outs, unsigned nout,
                          unsigned char *tbls)
 {
@@ -261,7 +261,7 @@ cn_err cn_codec_reconstruct(const cn_codec *c, size_t shard_len, unsigned char *
 	if (nout == 0 || shard_len == 0)
 		return CN_OK;
 	dec_entry local;
-	/* The codec is logically const: the cache is an internal memo (C3). */
+	/* The codec is logically const: the cache is an internal memo (CODEC-3). */
 	const unsigned char *t = tables_for((cn_codec *)c, smask | omask << 16, src, outs, nout, &local);
 	if (!t)
 		return CN_ERR_CORRUPT;
@@ -307,7 +307,7 @@ uint32_t cn_codec_crc32(uint32_t crc, const void *p, size_t len)
 {
 	/* ISA-L's crc32_gzip_refl is the reflected CRC-32/IEEE of zlib and Go's crc32 IEEE. */
 	uint32_t r = crc32_gzip_refl(crc, (const unsigned char *)p, (uint64_t)len);
-	cn_simd_settle(); /* C4 */
+	cn_simd_settle(); /* CODEC-4 */
 	return r;
 }
 

@@ -1,6 +1,6 @@
 /* erasure/dangling: finding what no read can return, for heal to remove: data folders
  * no record of the key references (cn_ec_orphan_data), versions below their read quorum
- * on every drive that can answer (E10, cn_ec_purge_dangling), and the keys that have data
+ * on every drive that can answer (EC-10, cn_ec_purge_dangling), and the keys that have data
  * folders at all (cn_ec_data_keys). Every drive is asked; a drive that cannot answer may
  * hold anything, so it keeps everything from being called orphaned or dangling. */
 #include "erasure/erasure.h"
@@ -54,7 +54,7 @@ cn_err cn_ec_orphan_data(cn_ec_set *s, const char *vol, const char *key, char **
 		char **vids = NULL;
 		size_t nv = 0;
 		e = add_ref(s, d, REC_CURRENT, vol, key, NULL, &refs, &nr, &capr);
-		if (!e) /* E15: a previous record's data is still the key's */
+		if (!e) /* EC-15: a previous record's data is still the key's */
 			e = add_ref(s, d, REC_PREV, vol, key, NULL, &refs, &nr, &capr);
 		if (!e)
 			e = dr->ops->version_list(dr, vol, key, &vids, &nv);
@@ -82,7 +82,7 @@ cn_err cn_ec_orphan_data(cn_ec_set *s, const char *vol, const char *key, char **
 	return e == CN_ERR_NOMEM ? e : CN_OK;
 }
 
-/* E10. A version no read can ever return (erasure.h, cn_ec_purge_dangling): every drive's
+/* EC-10. A version no read can ever return (erasure.h, cn_ec_purge_dangling): every drive's
  *      record is read; each version present counts the drives holding it plus those that
  *      cannot answer (anything but the record or "no such key" from an online drive). When
  *      no version reaches its read quorum that way, the records are removed where they
@@ -113,7 +113,7 @@ cn_err cn_ec_purge_dangling(cn_ec_set *s, const char *vol, const char *key, cons
 			unknown++; /* offline, unreadable, corrupt, no bucket: it may hold anything */
 		}
 	}
-	/* E15: a current version also counts the drives holding it as their previous record
+	/* EC-15: a current version also counts the drives holding it as their previous record
 	 * (and one held only so, too): it is readable */
 	cn_ec_meta pm[CN_EC_MAX_DRIVES];
 	cn_err pe[CN_EC_MAX_DRIVES];
@@ -150,7 +150,7 @@ cn_err cn_ec_purge_dangling(cn_ec_set *s, const char *vol, const char *key, cons
 	for (size_t d = 0; d < s->n; d++)
 		cn_ec_meta_fini(&pm[d]);
 	cn_err e = CN_OK;
-	for (size_t d = s->n; d-- > 0;) { /* E16: from the last slot down, as deletes */
+	for (size_t d = s->n; d-- > 0;) { /* EC-16: from the last slot down, as deletes */
 		if (dangling && !errs[d]) {
 			cn_err de = dry_run ? CN_OK
 			            : vid ? D(s, d)->ops->version_delete(D(s, d), vol, key, vid)
@@ -167,7 +167,7 @@ cn_err cn_ec_purge_dangling(cn_ec_set *s, const char *vol, const char *key, cons
 		cn_ec_meta_fini(&ms[d]);
 	}
 	if (dangling && !dry_run && !vid)
-		cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* R1 */
+		cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* RCACHE-1 */
 	return e;
 }
 

@@ -40,14 +40,14 @@ cn_ec_rec *cn_ec_rec_wrap(void *p, size_t len);
 cn_ec_rec *cn_ec_rec_ref(cn_ec_rec *r); /* returns r */
 void cn_ec_rec_unref(cn_ec_rec *r);     /* NULL: no-op */
 const unsigned char *cn_ec_rec_bytes(const cn_ec_rec *r, size_t *len);
-/* Bitrot checks of a shared record's inline shard stream, done once (E3): its bytes never
+/* Bitrot checks of a shared record's inline shard stream, done once (EC-3): its bytes never
  * change, so a block whose hash matched once matches for every later reader (of the record
  * cache's copy). Blocks 0..63 are remembered (an inline stream has at most 2 blocks); a
  * failed check marks nothing, so every later read checks again. Thread-safe (relaxed
  * atomics: a reader that misses a mark only checks again). */
 bool cn_ec_rec_block_checked(const cn_ec_rec *r, size_t block);
 void cn_ec_rec_mark_checked(cn_ec_rec *r, size_t block);
-/* The version identity (quorum.c's E2 hash) of the record, computed once by the read that
+/* The version identity (quorum.c's EC-2 hash) of the record, computed once by the read that
  * decoded it in full, and what cn_ec_meta_decode_rec_partial gives, taken from m (that
  * full decode of r's bytes, with or without its inline stream): set before the record is
  * shared (the record cache's insert), read by later hits so they need not decode the
@@ -87,10 +87,10 @@ typedef struct cn_ec_meta {
 	 * strings empty */
 	bool partial;
 	/* not stored: set by a quorum read (cn_ec_read_meta) whose version some drives hold
-	 * only as their previous record (quorum.c E15): heal it before replacing it */
+	 * only as their previous record (quorum.c EC-15): heal it before replacing it */
 	bool from_prev;
 	/* not stored: set by a listing (cn_ec_walk, cn_ec_walk_all) when a walked drive also
-	 * holds a previous record of the key (E15: a commit in progress, or a leftover) */
+	 * holds a previous record of the key (EC-15: a commit in progress, or a leftover) */
 	bool prev_seen;
 } cn_ec_meta;
 
@@ -134,12 +134,12 @@ void cn_ec_set_free(cn_ec_set *s);
 /* Gives the set a record cache of budget_bytes (erasure_int.h; 0: none), replacing the one
  * it has (64 MiB from cn_ec_set_new). Only before the set is used. */
 cn_err cn_ec_set_cache(cn_ec_set *s, size_t budget_bytes);
-/* E13 (quorum.c): how a read waits for a commit of the key in progress. Reads take no lock,
+/* EC-13 (quorum.c): how a read waits for a commit of the key in progress. Reads take no lock,
  * and a commit renames its records drive by drive, so a read in between may find the
  * drives split between versions of the key (or a version and "no such key"), none at its
  * quorum. Such a read calls fn(ctx, vol, key) and reads again (a few times at most). fn
  * returns true once every commit of the key that was renaming records when it was called
- * has finished its renames (the object layer: the key's lock, C2, taken and released), or
+ * has finished its renames (the object layer: the key's lock taken and released), or
  * false when it gave up waiting at a bound of its own (then the read reads once more and
  * answers); it may be called by a thread that holds that lock itself, and must then return
  * true at once (nothing of the key is in progress). fn NULL, the default: the read sleeps
@@ -196,10 +196,10 @@ cn_err cn_ec_remove_sys_all(cn_ec_set *s, const char *name);
 cn_err cn_ec_make_vol(cn_ec_set *s, const char *vol);
 cn_err cn_ec_stat_vol(cn_ec_set *s, const char *vol, int64_t *mtime_ms);
 cn_err cn_ec_delete_vol(cn_ec_set *s, const char *vol);
-/* The vols at least K drives of the set hold (E9 in vols.c: a drive that missed a bucket's
+/* The vols at least K drives of the set hold (EC-9 in vols.c: a drive that missed a bucket's
  * creation or removal hides or shows nothing); CN_ERR_QUORUM when fewer than K answer. */
 cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n);
-/* E11: the vols some drives hold that are not in keep (the buckets every set lists) and
+/* EC-11: the vols some drives hold that are not in keep (the buckets every set lists) and
  * that fewer than K drives could hold, counting the drives that cannot answer: buckets
  * deleted while those drives were away. Free: cn_drive_free_names. */
 cn_err cn_ec_dangling_vols(cn_ec_set *s, const cn_drive_vol *keep, size_t nkeep, char ***out,
@@ -245,7 +245,10 @@ cn_err cn_ec_delete_meta(cn_ec_set *s, const char *vol, const char *key);
 cn_err cn_ec_delete_data(cn_ec_set *s, const char *vol, const char *key, const char *data_id);
 
 /* Reading a version as a snapshot: the record and its shard files are opened together
- * (retrying when a concurrent overwrite removes the data between the two). */
+ * (retrying when a concurrent overwrite removes the data between the two). Contract: the
+ * caller keeps a version's data folder until every reader opened on it has closed; a reader
+ * that later finds a slot's record replaced reads that slot's shard files by the version's
+ * data id. */
 typedef struct cn_ec_reader cn_ec_reader;
 cn_err cn_ec_open(cn_ec_set *s, const char *vol, const char *key, cn_ec_meta *m,
                   cn_ec_reader **out);
@@ -294,7 +297,7 @@ typedef struct cn_ec_heal_result {
 	unsigned drives_healed;  /* of those, rewritten */
 	unsigned drives_failed;  /* of those, could not be rewritten */
 	int64_t bytes_written;
-	bool from_prev;          /* read through previous records (E15): some drives held the
+	bool from_prev;          /* read through previous records (EC-15): some drives held the
 	                          * version only as their previous record */
 	uint64_t current_slots;  /* bit d: slot d answered and holds the version as its
 	                          * current record, or was rewritten so (offline slots and
@@ -303,16 +306,16 @@ typedef struct cn_ec_heal_result {
 cn_err cn_ec_heal(cn_ec_set *s, const char *vol, const char *key, const char *vid, bool dry_run,
                   cn_ec_heal_result *res);
 
-/* --- an overwrite's safety net (quorum.c E15) -------------------------------------------
+/* --- an overwrite's safety net (quorum.c EC-15) -------------------------------------------
  * cn_ec_prev_keep, under the key's lock just before a commit that replaces an existing
  * current record: every drive keeps that record as the key's previous one (drive.h
  * prev_keep; best effort: a drive that cannot keeps none). cn_ec_prev_drop, once the commit
  * is durable at write quorum and no later commit of the key has kept its own: every drive
- * removes it (best effort; leftovers are harmless, E15). Until then a read that finds no
+ * removes it (best effort; leftovers are harmless, EC-15). Until then a read that finds no
  * version at quorum among the current records counts the previous ones, so a commit cut
  * short on some drives while others miss the key still reads the version it replaced.
  * One-drive sets keep none (their commit is one rename). The previous version's data
- * folder must outlive its record (the caller drops it after the commit, C4). */
+ * folder must outlive its record: the caller removes it only after the commit. */
 void cn_ec_prev_keep(cn_ec_set *s, const char *vol, const char *key);
 void cn_ec_prev_drop(cn_ec_set *s, const char *vol, const char *key);
 /* The same on the slots whose bit is set (bit d: slot d), e.g. a heal's current_slots. */
@@ -325,11 +328,11 @@ void cn_ec_prev_drop_slots(cn_ec_set *s, const char *vol, const char *key, uint6
 cn_err cn_ec_version_keep(cn_ec_set *s, const char *vol, const char *key, const char *vid);
 cn_err cn_ec_version_read(cn_ec_set *s, const char *vol, const char *key, const char *vid,
                           bool skip_inline, cn_ec_meta *m);
-/* The noncurrent version ids any of M+1 drives holds (E8 in versions.c: a wiped drive hides
+/* The noncurrent version ids any of M+1 drives holds (EC-8 in versions.c: a wiped drive hides
  * none; an id may name a partial write: read each with quorum). Free with
  * cn_drive_free_names. */
 cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n);
-/* The same from every drive of the set (heal: a version left on one drive, E10). */
+/* The same from every drive of the set (heal: a version left on one drive, EC-10). */
 cn_err cn_ec_version_list_all(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n);
 /* The key's data folders that no record of the key (current or noncurrent, at quorum or
  * not) references on any drive of the set: what a crash between an overwrite and the
@@ -337,9 +340,9 @@ cn_err cn_ec_version_list_all(cn_ec_set *s, const char *vol, const char *key, ch
  * record cache). Only a whole view may call a folder unreferenced: when any drive cannot
  * answer (offline, a record unreadable or corrupt, a listing error) the list is empty.
  * The caller holds the key's lock (a commit renames its data folder in before its record)
- * and removes them as C6 says (a reader may still hold one). Free: cn_drive_free_names. */
+ * and removes them only when no reader may still hold one. Free: cn_drive_free_names. */
 cn_err cn_ec_orphan_data(cn_ec_set *s, const char *vol, const char *key, char ***ids, size_t *n);
-/* E10. A version no read can ever return: the drives that hold its record, with those that
+/* EC-10. A version no read can ever return: the drives that hold its record, with those that
  * cannot answer (offline, unreadable, corrupt, no bucket), are fewer than its read quorum,
  * and no other version of the key has quorum either: a delete or overwrite that ran while
  * those drives were away, or a write that failed below quorum. Its records are removed
@@ -411,7 +414,7 @@ typedef cn_err (*cn_ec_walk_fn)(void *ctx, const char *key, size_t keylen, bool 
                                 const cn_ec_meta *m);
 cn_err cn_ec_walk(cn_ec_set *s, const char *vol, const char *prefix, const char *after,
                   bool slash_delim, cn_ec_walk_fn fn, void *ctx);
-/* Listing for heal (E10): as cn_ec_walk without a delimiter, over every drive of the set
+/* Listing for heal (EC-10): as cn_ec_walk without a delimiter, over every drive of the set
  * instead of M+1, and also reporting (m NULL) the keys seen on too few drives that no
  * quorum read returns: candidates for cn_ec_purge_dangling. */
 cn_err cn_ec_walk_all(cn_ec_set *s, const char *vol, const char *prefix, const char *after,

@@ -13,16 +13,16 @@
  * drive coming back or being re-formatted clears its set's cache.
  * All writes of records go through this module (commit, delete), which invalidates the
  * entry after changing the drives; coherence rests on two rules:
- *  R1. A writer invalidates AFTER its renames/unlinks are done (under the object layer's
+ *  RCACHE-1. A writer invalidates AFTER its renames/unlinks are done (under the object layer's
  *      key lock).
- *  R2. A reader takes the slot's generation BEFORE reading the drives and inserts only if
+ *  RCACHE-2. A reader takes the slot's generation BEFORE reading the drives and inserts only if
  *      the generation is unchanged, so a record read before a concurrent commit can never
  *      be inserted after that commit's invalidation.
  * 4-way buckets, as many as the budget holds at ~2 KiB an entry (8,192 to 4 M; an insert
  * into a full bucket evicts its least recently used entry),
  * striped mutexes, a global byte budget: when it is spent, a clock hand sweeping the
  * buckets drops entries not hit since it last passed until the new one fits (CLOCK,
- * second chance). R2's generation is per bucket. */
+ * second chance). RCACHE-2's generation is per bucket. */
 #ifndef CN_ERASURE_INT_H
 #define CN_ERASURE_INT_H
 
@@ -37,7 +37,7 @@ typedef struct cn_rcache cn_rcache;
 cn_err cn_rcache_new(size_t budget_bytes, size_t max_record, cn_rcache **out);
 void cn_rcache_free(cn_rcache *c);
 /* Hit: copies drive slot `drive`'s record into out (replacing its contents), returns true.
- * Miss: returns false and sets *gen for a later cn_rcache_put (R2). */
+ * Miss: returns false and sets *gen for a later cn_rcache_put (RCACHE-2). */
 bool cn_rcache_get(cn_rcache *c, unsigned drive, const char *vol, const char *key, cn_buf *out,
                    uint64_t *gen);
 /* Hit: calls fn on the entry under its bucket's lock (fn must be short and must not call
@@ -50,11 +50,11 @@ void cn_rcache_put(cn_rcache *c, unsigned drive, const char *vol, const char *ke
                    size_t len, uint64_t gen);
 /* The same without a copy: on true the cache holds a reference of its own to rec (its
  * length is what is accounted, so the caller trims a larger allocation before wrapping
- * it); false: not cached (over the budget or the size limit, or R2). Either way the
+ * it); false: not cached (over the budget or the size limit, or RCACHE-2). Either way the
  * caller's reference stays the caller's. */
 bool cn_rcache_insert(cn_rcache *c, unsigned drive, const char *vol, const char *key,
                       cn_ec_rec *rec, uint64_t gen);
-/* Invalidates the key's entries of slots 0..ndrives-1 (R1). */
+/* Invalidates the key's entries of slots 0..ndrives-1 (RCACHE-1). */
 void cn_rcache_invalidate(cn_rcache *c, unsigned ndrives, const char *vol, const char *key);
 /* Drops every entry (bucket deletion). */
 void cn_rcache_clear(cn_rcache *c);
@@ -63,7 +63,7 @@ void cn_rcache_stats(cn_rcache *c, uint64_t *hits, uint64_t *misses, size_t *byt
 size_t cn_rcache_budget(const cn_rcache *c); /* 0 for NULL */
 
 /* Tests: called before each wait of a read retried across a commit in progress (quorum.c
- * E13); NULL in the server. */
+ * EC-13); NULL in the server. */
 extern void (*cn_ec__split_retry_hook)(void);
 
 /* --- the erasure set's files ----------------------------------------------------------- */
@@ -80,7 +80,7 @@ struct cn_ec_set {
 	cn_rcache *rc;                      /* record cache (erasure_int.h); NULL: disabled */
 	size_t read_skip;                   /* benchmarks: reads treat slots 0..read_skip-1 as
 	                                       offline (CAIRN_DEBUG_READ_OFFLINE_SLOTS) */
-	cn_ec_split_wait_fn split_wait;     /* E13; NULL: sleep */
+	cn_ec_split_wait_fn split_wait;     /* EC-13; NULL: sleep */
 	void *split_ctx;
 };
 
@@ -95,7 +95,7 @@ struct cn_ec_reader {
 	char *vol, *key;            /* owned, for opening later parts */
 	char vid[CN_EC_VERSION_ID_MAX + 1]; /* "" for the current version */
 	char data_id[CN_DRIVE_ID_MAX + 1];
-	bool degraded;              /* E3: some shard was missing or corrupt */
+	bool degraded;              /* EC-3: some shard was missing or corrupt */
 	bool in_records;            /* the version's data is inline: reads need no drive */
 	/* plain */
 	unsigned char *inline_data; /* owned (or in inline_rec); NULL when the data is in files */
@@ -107,10 +107,10 @@ struct cn_ec_reader {
 	unsigned k, m, block_size;
 	uint8_t dist[CN_EC_MAX_DRIVES];
 	int8_t slot_of[CN_EC_MAX_DRIVES];   /* shard index -> slot (-1: no good slot) */
-	bool good[CN_EC_MAX_DRIVES];        /* slot's record agrees (E2) */
+	bool good[CN_EC_MAX_DRIVES];        /* slot's record agrees (EC-2) */
 	bool offline[CN_EC_MAX_DRIVES];     /* slot's drive did not answer */
-	bool unread[CN_EC_MAX_DRIVES];      /* E7: slot's record not read (yet) */
-	bool prev[CN_EC_MAX_DRIVES];        /* E15: slot's record is its previous one */
+	bool unread[CN_EC_MAX_DRIVES];      /* EC-7: slot's record not read (yet) */
+	bool prev[CN_EC_MAX_DRIVES];        /* EC-15: slot's record is its previous one */
 	uint64_t ident;                     /* cn_ec__rec_identity of the chosen record */
 	unsigned char *inl[CN_EC_MAX_DRIVES]; /* coded inline streams per slot: owned, or in */
 	cn_ec_rec *inl_rec[CN_EC_MAX_DRIVES]; /* these shared records (references; read-only) */
@@ -191,10 +191,10 @@ typedef struct quorum_read {
 	bool *agree;        /* out: drive d holds the chosen version */
 	size_t pick;        /* out: a drive that holds it */
 	cn_err *errs;       /* out, may be NULL: each drive's answer */
-	bool *unread;       /* non-NULL: early-out (E7); out: slot d was not read (its errs[]
+	bool *unread;       /* non-NULL: early-out (EC-7); out: slot d was not read (its errs[]
 	                       entry is then CN_ERR_OFFLINE) */
 	bool *prev;         /* out, may be NULL: slot d's agreeing record is its previous one
-	                       (E15) */
+	                       (EC-15) */
 } quorum_read;
 
 uint64_t cn_ec__rec_identity(const cn_ec_meta *m);
@@ -202,7 +202,7 @@ cn_err cn_ec__read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
                        const char *name, bool skip_inline, bool cache, cn_ec_meta *m,
                        uint64_t *ident, cn_ec_rec **partial);
 /* Reads the record from every drive (early-out: enough of them) and picks the version most
- * drives agree on (E2), reading again across a commit in progress (E13). */
+ * drives agree on (EC-2), reading again across a commit in progress (EC-13). */
 cn_err cn_ec__read_quorum_recs(cn_ec_set *s, quorum_read *q);
 cn_err cn_ec__read_rec(cn_ec_set *s, rec_kind kind, const char *vol, const char *key,
                        const char *name, bool skip_inline, cn_ec_meta *m);

@@ -1,11 +1,11 @@
 /* erasure/heal: rebuilding one version of a key on the drives of a coded set that miss it
  * or hold it damaged (cn_ec_heal, erasure.h). Heal reads every slot's record (no early-out,
- * quorum.c E7; never through the record cache: erasure_int.h) and, for a version in files,
- * every shard (read.c E3's hash check) and each shard file's size. A slot whose record is
- * missing, stale or only its previous one (quorum.c E15), or whose shards are damaged, is
+ * quorum.c EC-7; never through the record cache: erasure_int.h) and, for a version in files,
+ * every shard (read.c EC-3's hash check) and each shard file's size. A slot whose record is
+ * missing, stale or only its previous one (quorum.c EC-15), or whose shards are damaged, is
  * bad: each block is decoded from K good shards, encoded again and the bad slots' shards
  * written into their tmp areas; then each bad slot gets its data folder and record, a
- * commit of its own (write.c E1: the data before the record). */
+ * commit of its own (write.c EC-1: the data before the record). */
 #include "erasure/codec.h"
 #include "erasure/erasure.h"
 #include "erasure/erasure_int.h"
@@ -36,7 +36,7 @@ static void find_bad_records(heal_job *h)
 	for (size_t d = 0; d < s->n; d++) {
 		if (!D(s, d) || r->offline[d])
 			continue; /* offline: nothing to write to */
-		h->bad[d] = !r->good[d] || r->prev[d]; /* E15: a previous record is rewritten current */
+		h->bad[d] = !r->good[d] || r->prev[d]; /* EC-15: a previous record is rewritten current */
 		h->res->from_prev |= r->prev[d];
 	}
 }
@@ -197,7 +197,7 @@ static void replace_slot(heal_job *h, size_t d, cn_buf *rec)
 		h->res->bytes_written += h->is_inline
 		                         ? (int64_t)h->slen[d]
 		                         : cn_codec_shard_file_size(r->c, r->block_size, m->size);
-		if (!h->vid && D(s, d)->ops->prev_drop) /* E15: not the rewritten record's */
+		if (!h->vid && D(s, d)->ops->prev_drop) /* EC-15: not the rewritten record's */
 			D(s, d)->ops->prev_drop(D(s, d), h->vol, h->key);
 	}
 }

@@ -1,5 +1,5 @@
 /* erasure/multipart: multipart uploads on a set: the upload's records (written with write
- * quorum, read with quorum, listed across drives: versions.c E8), and the completion that
+ * quorum, read with quorum, listed across drives: versions.c EC-8), and the completion that
  * links the uploaded parts into one object's data folder and commits it (write.c). A part
  * itself is a writer taken into the upload (cn_ec_upload_take, write.c). */
 #include "erasure/codec.h"
@@ -15,7 +15,7 @@ cn_err cn_ec_upload_put_meta(cn_ec_set *s, const char *vol, const char *upload_i
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	if (!cn_ec__quorum_up(s, write_quorum(s)))
-		return CN_ERR_QUORUM; /* E12 */
+		return CN_ERR_QUORUM; /* EC-12 */
 	cn_buf rec;
 	cn_buf_init(&rec);
 	for (size_t i = 0; i < s->n; i++) {
@@ -42,7 +42,7 @@ cn_err cn_ec_upload_get_meta(cn_ec_set *s, const char *vol, const char *upload_i
 cn_err cn_ec_upload_list(cn_ec_set *s, const char *vol, const char *upload_id, char ***names,
                          size_t *n)
 {
-	return cn_ec__union_names(s, true, false, vol, upload_id, names, n); /* E8 */
+	return cn_ec__union_names(s, true, false, vol, upload_id, names, n); /* EC-8 */
 }
 
 cn_err cn_ec_upload_commit(cn_ec_set *s, const char *vol, const char *upload_id,

@@ -1,69 +1,69 @@
 /* erasure/quorum: per-drive answers reduced to one verdict. Errors: cn_ec__reduce_quorum
- * (the one function that counts them) and E12's check before a mutation. Records: every
+ * (the one function that counts them) and EC-12's check before a mutation. Records: every
  * read of an object's record goes through cn_ec__read_one (one drive, through the record
  * cache for current records) and, on a coded set, cn_ec__read_quorum_recs, which picks the
  * version the drives agree on. The invariants of what a read answers:
  *
- *  E2. Reads pick the record that the most drives agree on (same mtime, size, etag, data
+ *  EC-2. Reads pick the record that the most drives agree on (same mtime, size, etag, data
  *      id, version id, delete marker, metadata) and need read quorum K of them;
  *      otherwise CN_ERR_QUORUM (or CN_ERR_NO_KEY / NO_BUCKET when that is what at
  *      least K drives say: fewer cannot know, the key may be on the drives that did not
  *      answer; a miss counts only from a drive that is there). Two versions can both have K
  *      only when n == 2K (M == K) and each is on exactly K drives (a put that died after
  *      renaming its record on half the drives): then the one whose K-th record comes
- *      first in E7's reading order wins, in every read — early-out or full (heal), so a
+ *      first in EC-7's reading order wins, in every read — early-out or full (heal), so a
  *      GET, a listing and heal agree, and heal never turns the object into the other.
- *  E7. GET and HEAD read records early-out: the object's data-shard slots first, then the
- *      others, stopping as soon as K records agree (the record's own K). That is E2's
+ *  EC-7. GET and HEAD read records early-out: the object's data-shard slots first, then the
+ *      others, stopping as soon as K records agree (the record's own K). That is EC-2's
  *      answer: a committed write reached at least its write quorum W (K, or K+1 when
  *      K == M), so at most n - W < K slots can hold an older record, and K agreeing
  *      slots include one that saw the latest commit; any disagreement just reads on.
  *      Slots not read are "unread", not offline: a reader that later finds fewer than K
  *      good shards reads their records then (reader_complete). Heal reads every record
  *      (it must see every slot that lacks the object).
- *  E12. A mutation of a coded set that cannot reach its quorum on the slots not known to
+ *  EC-12. A mutation of a coded set that cannot reach its quorum on the slots not known to
  *      be down (absent, or held offline or refused by the health wrapper: flags, no
  *      syscall) fails with CN_ERR_QUORUM before touching any drive: otherwise the drives
  *      still up took the change, and with K of them a read returned what the client was
  *      told had failed (found by tests/integration/test_erasure_random.py). A drive that
- *      fails during the mutation is found by it (drive.h health W1) and may still leave
+ *      fails during the mutation is found by it (drive.h health HEALTH-1) and may still leave
  *      the change on the others — MinIO's window for dangling objects; a read or heal
  *      then sees the change if K drives hold it.
- *  E13. A quorum read in which at least K drives said what they hold (a record, or no
+ *  EC-13. A quorum read in which at least K drives said what they hold (a record, or no
  *      record), some a record, and no version reached its quorum may be reading across a
  *      commit in progress (reads take no lock): it waits for the commits of the key in
- *      progress to finish their renames (the split_wait the object layer gives: its key
- *      lock, C2) and reads again, a few times, before answering CN_ERR_QUORUM
+ *      progress to finish their renames (the set's split_wait, erasure.h; the object layer's
+ *      takes the key's lock) and reads again, a few times, before answering CN_ERR_QUORUM
  *      (cn_ec__read_quorum_recs). Without a split_wait it sleeps briefly instead.
- *  E15. An overwrite's commit renames its records drive by drive, so a crash in it leaves
+ *  EC-15. An overwrite's commit renames its records drive by drive, so a crash in it leaves
  *      the new version on some drives and the replaced one on the others; with the key's
  *      records also missing from drives (lost, not healed yet) neither may reach K, and an
  *      acknowledged version is unreadable (durability.py found it). So a commit that
  *      replaces a record first keeps it on every drive as the key's previous record
  *      (cn_ec_prev_keep; the object layer drops it after the barrier), and a current-record
- *      read whose split outlasts E13's retries lets each drive's previous record vote:
+ *      read whose split outlasts EC-13's retries lets each drive's previous record vote:
  *      a version counts the drives holding it as current or previous record, and the one
  *      with the most votes at its quorum is read (prev_fallback). The reader is degraded
  *      (queued for heal) and heal rewrites those slots' records (and drops the previous
- *      ones); listing reads such keys with a quorum read (E6: when the walked drives
+ *      ones); listing reads such keys with a quorum read (EC-6: when the walked drives
  *      disagree, or any of them holds a previous record of the key: the walk reports
  *      it);
- *      E10's dangling check and the orphan check count previous records. A previous
+ *      EC-10's dangling check and the orphan check count previous records. A previous
  *      record left over (its drop lost to a crash) is the one its drive's current record
  *      replaced (delete_meta removes both; heal drops those it rewrites), so it can only
  *      vote for the version an acknowledged one replaced, and the fallback runs only when
  *      that acknowledged one is on fewer than K drives: more failures than parity (it
  *      reached W), where nothing is promised. One level deep: a commit over a version read
- *      this way heals it first (cn_ec_meta.from_prev; object/commit.c C7), so cut-short commits
+ *      this way must heal it first (cn_ec_meta.from_prev tells the caller), so cut-short commits
  *      of a key do not stack.
- *  E16. Commits rename records from slot 0 up, deletes (and E10's purges) remove them
- *      from slot n-1 down, and listings walk the last M+1 slots (E5 lets any M+1 do): a
+ *  EC-16. Commits rename records from slot 0 up, deletes (and EC-10's purges) remove them
+ *      from slot n-1 down, and listings walk the last M+1 slots (EC-5 lets any M+1 do): a
  *      commit cut short has not reached the walked slots unless it reached all, and a
  *      delete (or purge) cut short has left them first, so a listing does not show a first
  *      commit that reads cannot return, nor keep showing a deleted key that reads call
  *      missing. Such a read: one version, held by fewer drives than its quorum even
  *      counting every drive that did not say what it holds, and no previous record
- *      anywhere (the last read of a split, after E15), answers CN_ERR_NO_KEY: E10 would
+ *      anywhere (the last read of a split, after EC-15), answers CN_ERR_NO_KEY: EC-10 would
  *      remove it (an acknowledged version reached W >= K drives; losing it so takes more
  *      failures than parity). Without it a 16-drive set (K = W = 12) answers 503 for a
  *      first PUT cut short after 5-11 renames, forever, while listing it (durability.py
@@ -105,7 +105,7 @@ cn_err cn_ec__reduce_quorum(const cn_err *errs, size_t n, size_t quorum)
 	return best;
 }
 
-/* E12: slots that may take a write (ok, when given, further excludes a writer's failed
+/* EC-12: slots that may take a write (ok, when given, further excludes a writer's failed
  * slots). */
 size_t cn_ec__slots_up(const cn_ec_set *s, const bool *ok)
 {
@@ -116,14 +116,14 @@ size_t cn_ec__slots_up(const cn_ec_set *s, const bool *ok)
 	return up;
 }
 
-/* E12: true when a mutation needing quorum q may start. One drive: always (its own error
+/* EC-12: true when a mutation needing quorum q may start. One drive: always (its own error
  * is the answer). */
 bool cn_ec__quorum_up(const cn_ec_set *s, size_t q)
 {
 	return s->n == 1 || cn_ec__slots_up(s, NULL) >= q;
 }
 
-/* A "not there" answer counts only from a drive that is there (E2): a drive whose folder
+/* A "not there" answer counts only from a drive that is there (EC-2): a drive whose folder
  * vanished (or that the health wrapper holds offline) answers OFFLINE instead. */
 cn_err cn_ec__trust_miss(cn_ec_set *s, size_t d, cn_err e)
 {
@@ -132,7 +132,7 @@ cn_err cn_ec__trust_miss(cn_ec_set *s, size_t d, cn_err e)
 	return cn_ec__drive_online(s, d) ? e : CN_ERR_OFFLINE;
 }
 
-/* What makes two drives' records the same version (E2). */
+/* What makes two drives' records the same version (EC-2). */
 uint64_t cn_ec__rec_identity(const cn_ec_meta *m)
 {
 	uint64_t h = 1469598103934665603ull;
@@ -248,7 +248,7 @@ cn_err cn_ec__read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
 				/* before the cache shares it; never false for a record m was
 				 * decoded from, and then not cached */
 				if (cn_ec_rec_set_ident(shared, id, m))
-					cn_rcache_insert(s->rc, (unsigned)d, vol, key, shared, gen); /* R2 */
+					cn_rcache_insert(s->rc, (unsigned)d, vol, key, shared, gen); /* RCACHE-2 */
 			}
 		}
 		cn_ec_rec_unref(shared);
@@ -264,7 +264,7 @@ cn_err cn_ec__read_one(cn_ec_set *s, size_t d, rec_kind kind, const char *vol, c
 	return coded(s) ? cn_ec__trust_miss(s, d, e) : e;
 }
 
-/* E7's reading order: the slots that hold the object's data shards (STANDARD shape, the
+/* EC-7's reading order: the slots that hold the object's data shards (STANDARD shape, the
  * common case) in shard order, then the rest. */
 static void early_order(const cn_ec_set *s, const char *vol, const char *key, size_t *order)
 {
@@ -291,12 +291,12 @@ static cn_err complete_partial(cn_ec_meta *m, cn_ec_rec *src, bool skip_inline)
 	return cn_ec_meta_decode_rec(src, skip_inline, true, m);
 }
 
-/* E15: no version of the key has its quorum among the current records: each drive's
+/* EC-15: no version of the key has its quorum among the current records: each drive's
  * previous record (drive.h prev_keep) votes too. A version counts the drives whose current
  * or previous record it is; the one with the most votes at its quorum wins (then the
  * newest). The slots that hold it as their previous record get that record in ms[] (their
  * current one released; errs[] CN_OK, ids[] its identity, prev[] set). Returns CN_OK when
- * one won, CN_ERR_QUORUM when none did, CN_ERR_BUSY when a drive could not be asked (W7:
+ * one won, CN_ERR_QUORUM when none did, CN_ERR_BUSY when a drive could not be asked (HEALTH-7:
  * the caller reads again where it may wait). */
 static cn_err prev_fallback(cn_ec_set *s, const char *vol, const char *key, bool skip_inline,
                           cn_ec_meta *ms, cn_err *errs, uint64_t *ids, cn_ec_rec **partial,
@@ -364,8 +364,8 @@ static cn_err prev_fallback(cn_ec_set *s, const char *vol, const char *key, bool
 }
 
 /* The answer of a read in which no version has its quorum: what the drives without one say
- * (E2: a miss needs K drives), E16's first commit cut short, or CN_ERR_QUORUM. no_prev:
- * the previous records were read (E15) and none was found. *split: E13's condition. */
+ * (EC-2: a miss needs K drives), EC-16's first commit cut short, or CN_ERR_QUORUM. no_prev:
+ * the previous records were read (EC-15) and none was found. *split: EC-13's condition. */
 static cn_err no_quorum_answer(const cn_ec_set *s, const quorum_read *q, const cn_err *errs,
                                const uint64_t *ids, bool no_prev, bool *split)
 {
@@ -383,7 +383,7 @@ static cn_err no_quorum_answer(const cn_ec_set *s, const quorum_read *q, const c
 	size_t records = 0;
 	for (size_t d = 0; d < n; d++)
 		records += !errs[d];
-	/* E13: K drives said what they hold (a record, or none), and no version has quorum */
+	/* EC-13: K drives said what they hold (a record, or none), and no version has quorum */
 	*split = coded(s) && records && records + nokey >= read_quorum(s);
 	if (nobucket && nobucket >= read_quorum(s))
 		return CN_ERR_NO_BUCKET;
@@ -393,9 +393,9 @@ static cn_err no_quorum_answer(const cn_ec_set *s, const quorum_read *q, const c
 		return missing;
 	if (!coded(s) && answered)
 		return errs[0];
-	/* E16: one version, on too few drives to be read even with every drive that did not
+	/* EC-16: one version, on too few drives to be read even with every drive that did not
 	 * say what it holds, and no previous record anywhere: a first commit cut short (an
-	 * acknowledged one reached W >= K drives), which E10 removes. It is not there. */
+	 * acknowledged one reached W >= K drives), which EC-10 removes. It is not there. */
 	if (no_prev && kind == REC_CURRENT && records) {
 		size_t first = n;
 		bool one = true;
@@ -407,17 +407,17 @@ static cn_err no_quorum_answer(const cn_ec_set *s, const quorum_read *q, const c
 			else if (ids[d] != ids[first])
 				one = false;
 		}
-		size_t unknown = n - records - nokey; /* a drive without the bucket too, as E10 */
+		size_t unknown = n - records - nokey; /* a drive without the bucket too, as EC-10 */
 		if (one && records + unknown < rec_quorum(s, &q->ms[first]))
 			return missing;
 	}
 	return CN_ERR_QUORUM;
 }
 
-/* Reads the record from every drive (or, early-out, enough of them: E7) and picks the
- * version most drives agree on (E2), filling q's answers (quorum_read). use_prev: a
+/* Reads the record from every drive (or, early-out, enough of them: EC-7) and picks the
+ * version most drives agree on (EC-2), filling q's answers (quorum_read). use_prev: a
  * current record's read with no version at quorum falls back on the previous records
- * (E15). *split: no version at quorum, and the drives split (E13). */
+ * (EC-15). *split: no version at quorum, and the drives split (EC-13). */
 static cn_err read_quorum_once(cn_ec_set *s, quorum_read *q, bool use_prev, bool *split)
 {
 	rec_kind kind = q->kind;
@@ -430,7 +430,7 @@ static cn_err read_quorum_once(cn_ec_set *s, quorum_read *q, bool use_prev, bool
 	size_t n = s->n, order[CN_EC_MAX_DRIVES];
 	bool ordered = coded(s) && kind != REC_UPLOAD;
 	bool early = unread && ordered;
-	if (ordered) /* the full read picks in the same order (E2's tie) */
+	if (ordered) /* the full read picks in the same order (EC-2's tie) */
 		early_order(s, vol, key, order);
 	else
 		for (size_t d = 0; d < n; d++)
@@ -462,7 +462,7 @@ static cn_err read_quorum_once(cn_ec_set *s, quorum_read *q, bool use_prev, bool
 		if (c >= rec_quorum(s, &ms[d]))
 			break;
 	}
-	/* W7 (drive.h cn_drive_no_io): a drive that could not be asked decides nothing, and
+	/* HEALTH-7 (drive.h cn_drive_no_io): a drive that could not be asked decides nothing, and
 	 * neither does this read: the caller runs it again where it may wait */
 	for (size_t d = 0; d < n; d++) {
 		if (errs[d] == CN_ERR_BUSY) {
@@ -474,7 +474,7 @@ static cn_err read_quorum_once(cn_ec_set *s, quorum_read *q, bool use_prev, bool
 	size_t best = n;
 	if (ordered) {
 		/* the first version, in reading order, to reach its quorum: the one the
-		 * early-out stopped at, or for a full read the same (E2; two tie only at K) */
+		 * early-out stopped at, or for a full read the same (EC-2; two tie only at K) */
 		for (size_t i = 0; i < n && best == n; i++) {
 			size_t d = order[i], c = 0;
 			if (errs[d])
@@ -537,13 +537,13 @@ static cn_err read_quorum_once(cn_ec_set *s, quorum_read *q, bool use_prev, bool
 	return no_quorum_answer(s, q, errs, ids, use_prev && !nprev, split);
 }
 
-/* E13: the drives split between versions of the key (or a version and "no such key"),
+/* EC-13: the drives split between versions of the key (or a version and "no such key"),
  * every one answering and none at its quorum, is what a read finds across a commit of the
- * key in progress: reads take no lock (C2 in object.c serializes commits only), and a
+ * key in progress: reads take no lock (the caller serializes commits of a key, not reads), and a
  * commit renames its records drive by drive. Such a read waits for the key's commits in
  * progress (split_wait: their renames are done when it returns) and reads again, a few
  * times, before it answers CN_ERR_QUORUM (503); a split that outlasts that is real (a
- * commit cut short, E12's window) and left to heal. Without the retries, ~1 in
+ * commit cut short, EC-12's window) and left to heal. Without the retries, ~1 in
  * 4,600 GETs answer 503 on 16 drives while three clients overwrite the same three keys,
  * on a healthy set; with sleeps of 4.2 ms in all instead of split_wait, 1 in ~3 runs of
  * test_erasure_random.py's concurrent test still fails (a commit preempted on the 2-core
@@ -555,7 +555,7 @@ cn_err cn_ec__read_quorum_recs(cn_ec_set *s, quorum_read *q)
 {
 	for (int attempt = 0;; attempt++) {
 		bool split = false;
-		/* E15 on the last read of a split (a split that outlasted the commits in progress) */
+		/* EC-15 on the last read of a split (a split that outlasted the commits in progress) */
 		cn_err e = read_quorum_once(s, q, attempt == SPLIT_RETRIES, &split);
 		if (e != CN_ERR_QUORUM || !split || attempt == SPLIT_RETRIES)
 			return e;

@@ -1,4 +1,4 @@
-/* erasure/rcache.c: the record cache (rules R1-R2 in erasure_int.h). */
+/* erasure/rcache.c: the record cache (rules RCACHE-1..RCACHE-2 in erasure_int.h). */
 #include "erasure/erasure_int.h"
 
 #include <pthread.h>
@@ -36,7 +36,7 @@ typedef struct slot {
  * line) only of the way whose hash matches. (With the hash in each slot, loading the
  * slots was ~7 % of a 16-drive 64 KiB GET's server CPU in perf: a cache miss per way.) */
 typedef struct bucket {
-	_Alignas(64) uint64_t gen; /* R2: bumped by every invalidation of a key hashing here */
+	_Alignas(64) uint64_t gen; /* RCACHE-2: bumped by every invalidation of a key hashing here */
 	uint32_t tick;
 	uint64_t hs[WAYS]; /* hash_id of each way's key; meaningful only while its id is set */
 	slot ways[WAYS];
@@ -47,7 +47,7 @@ struct cn_rcache {
 	atomic_size_t bytes;
 	atomic_ullong hits, misses;
 	atomic_size_t hand; /* the clock: the next bucket to sweep when the budget is spent */
-	atomic_uint_fast64_t epoch; /* R2 for cn_rcache_clear: a generation is bucket gen +
+	atomic_uint_fast64_t epoch; /* RCACHE-2 for cn_rcache_clear: a generation is bucket gen +
 	                               epoch (both only grow), so a clear bumps one counter
 	                               instead of writing every bucket's (touching the pages
 	                               of buckets never used) */
@@ -240,7 +240,7 @@ bool cn_rcache_insert(cn_rcache *c, unsigned drive, const char *vol, const char 
 	bucket *bk = &c->b[bi];
 	pthread_mutex_t *mu = &c->mu[bi % STRIPES];
 	pthread_mutex_lock(mu);
-	if (bk->gen + atomic_load(&c->epoch) != gen) { /* R2: a writer invalidated (or a clear
+	if (bk->gen + atomic_load(&c->epoch) != gen) { /* RCACHE-2: a writer invalidated (or a clear
 	                                                   ran) since the caller read the drives */
 		pthread_mutex_unlock(mu);
 		free(id);
@@ -302,7 +302,7 @@ void cn_rcache_invalidate(cn_rcache *c, unsigned ndrives, const char *vol, const
 		bucket *bk = &c->b[bi];
 		pthread_mutex_t *mu = &c->mu[bi % STRIPES];
 		pthread_mutex_lock(mu);
-		bk->gen++; /* R1/R2: also when the key is not cached (it may be being read) */
+		bk->gen++; /* RCACHE-1/RCACHE-2: also when the key is not cached (it may be being read) */
 		slot *s = find(bk, h, d, vol, key, idlen);
 		if (s)
 			drop(c, s);
@@ -314,7 +314,7 @@ void cn_rcache_clear(cn_rcache *c)
 {
 	if (!c)
 		return;
-	atomic_fetch_add(&c->epoch, 1); /* R2: before the sweep, as an invalidation */
+	atomic_fetch_add(&c->epoch, 1); /* RCACHE-2: before the sweep, as an invalidation */
 	for (size_t i = 0; i < c->nb; i++) {
 		pthread_mutex_t *mu = &c->mu[i % STRIPES];
 		pthread_mutex_lock(mu);

@@ -5,10 +5,10 @@
  * bytes where they lie (no copy). The reader's path (view, load_block, read_shard) is the
  * GET hot path: its functions stay together in this file.
  *
- *  E3. Every shard block read is checked against its hash before use; a missing, short or
+ *  EC-3. Every shard block read is checked against its hash before use; a missing, short or
  *      corrupt shard is replaced by reconstruction from any K good ones, and the reader
  *      remembers that the object needs healing (cn_ec_reader_degraded).
- *  E4. A healthy read touches only the K data shards (no decode); a range read only the
+ *  EC-4. A healthy read touches only the K data shards (no decode); a range read only the
  *      blocks it covers. */
 #include "erasure/codec.h"
 #include "erasure/erasure.h"
@@ -149,7 +149,7 @@ bool cn_ec__coded_file(cn_ec_reader *r, size_t p, size_t d)
 }
 
 /* Reads slot d's [hash][shard] of block b of part p into out (HASH_LEN + sl bytes),
- * checks the hash (E3) and points *at at the shard's bytes: in out, or for an inline
+ * checks the hash (EC-3) and points *at at the shard's bytes: in out, or for an inline
  * stream where it already is in memory (no copy; a shared record's block is checked once:
  * cn_ec_rec_block_checked). */
 bool cn_ec__read_shard(cn_ec_reader *r, size_t p, size_t b, size_t d, size_t sl, unsigned char *out,
@@ -205,7 +205,7 @@ static void reader_take_slot(cn_ec_reader *r, size_t d, cn_ec_meta *m)
 	}
 }
 
-/* E7: reads the records of the slots an early-out open skipped; those that hold the chosen
+/* EC-7: reads the records of the slots an early-out open skipped; those that hold the chosen
  * version become good (their inline streams taken), others mark the object degraded.
  * Returns whether any slot became good. */
 static bool reader_complete(cn_ec_reader *r)
@@ -230,8 +230,9 @@ static bool reader_complete(cn_ec_reader *r)
 			r->degraded = true;
 			/* the key changed since the open (overwritten or deleted): the record no
 			 * longer names this version, but a file-backed version's shard files, named
-			 * by its data id and kept while this reader lives (object/commit.c C6), may still
-			 * be there, and their hashes say whether they are this version's. (A drive
+			 * by its data id, may still be there (erasure.h cn_ec_open: the caller keeps
+			 * them while the reader lives), and their hashes say whether they are this
+			 * version's. (A drive
 			 * holding an older version has no such file: a missing shard, rebuilt.) */
 			if (r->data_id[0] && (e == CN_OK || e == CN_ERR_NO_KEY)) {
 				r->good[d] = true;
@@ -253,7 +254,7 @@ static unsigned char *reader_scratch(cn_ec_reader *r)
 	return r->sh;
 }
 
-/* Loads block b of part p: its K data shards verified, missing ones rebuilt (E4: data
+/* Loads block b of part p: its K data shards verified, missing ones rebuilt (EC-4: data
  * shards first, parity only as needed), left in r->sh at r->dptr (the block's bytes are
  * their concatenation; block_at reads them, nothing is joined). */
 cn_err cn_ec__load_block(cn_ec_reader *r, size_t p, size_t b)
@@ -289,7 +290,7 @@ again:
 		}
 	}
 	if (have < r->k && reader_complete(r))
-		goto again; /* E7: slots not read at open may hold the shards still needed */
+		goto again; /* EC-7: slots not read at open may hold the shards still needed */
 	if (have < r->k) {
 		cn_log(CN_LOG_ERROR, NULL, "erasure: %s/%s: block %zu of part %zu: only %u of %u shards "
 		       "readable", r->vol, r->key, b, p + 1, have, r->k);

@@ -13,16 +13,16 @@
  *
  * The set's files, and the invariants each enforces (erasure_int.h holds what they share):
  *  set.c        the set, its drive slots, system files, sync
- *  vols.c       buckets (vols) on the drives: E9, E11
- *  write.c      the writer (PUT), commits, inline commits, deletes: E1, E14
- *  quorum.c     per-drive answers to one verdict; record reads with quorum: E2, E7, E12,
- *               E13, E15, E16
- *  read.c       the reader (GET): plain files, coded blocks verified and rebuilt: E3, E4
+ *  vols.c       buckets (vols) on the drives: EC-9, EC-11
+ *  write.c      the writer (PUT), commits, inline commits, deletes: EC-1, EC-14
+ *  quorum.c     per-drive answers to one verdict; record reads with quorum: EC-2, EC-7, EC-12,
+ *               EC-13, EC-15, EC-16
+ *  read.c       the reader (GET): plain files, coded blocks verified and rebuilt: EC-3, EC-4
  *  heal.c       rebuilding a version's missing or damaged shards and records
- *  versions.c   noncurrent versions, previous records, metadata rewrites, name lists: E8
- *  dangling.c   orphaned data folders and versions no read can return: E10
+ *  versions.c   noncurrent versions, previous records, metadata rewrites, name lists: EC-8
+ *  dangling.c   orphaned data folders and versions no read can return: EC-10
  *  multipart.c  multipart uploads' records and their commit
- *  walk.c       listings: one drive's walk, or several merged: E5, E6 */
+ *  walk.c       listings: one drive's walk, or several merged: EC-5, EC-6 */
 #include "erasure/codec.h"
 #include "erasure/erasure.h"
 #include "erasure/erasure_int.h"

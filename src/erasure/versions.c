@@ -1,7 +1,7 @@
 /* erasure/versions: what a key holds besides its current record, and edits of records in
  * place: noncurrent versions (keep, read, promote, delete), previous records (quorum.c
- * E15), metadata rewrites, and the name lists of versions and uploads merged across
- * drives (E8). */
+ * EC-15), metadata rewrites, and the name lists of versions and uploads merged across
+ * drives (EC-8). */
 #include "erasure/erasure.h"
 #include "erasure/erasure_int.h"
 
@@ -13,7 +13,7 @@ cn_err cn_ec_version_keep(cn_ec_set *s, const char *vol, const char *key, const 
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	if (!cn_ec__quorum_up(s, write_quorum(s)))
-		return CN_ERR_QUORUM; /* E12 */
+		return CN_ERR_QUORUM; /* EC-12 */
 	for (size_t i = 0; i < s->n; i++)
 		errs[i] = D(s, i) ? D(s, i)->ops->version_keep(D(s, i), vol, key, vid) : CN_ERR_OFFLINE;
 	return cn_ec__reduce_quorum(errs, s->n, write_quorum(s));
@@ -53,7 +53,7 @@ int cn_ec__name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* E8. Name lists (a key's noncurrent versions, an upload's files, a vol's uploads) come
+/* EC-8. Name lists (a key's noncurrent versions, an upload's files, a vol's uploads) come
  *     from M+1 drives, merged: a name written with write quorum is on all but at most M
  *     drives, so the union names every one whichever drive was wiped, replaced or offline
  *     during the write (one drive's list hid them from listings and from heal). A name
@@ -143,19 +143,19 @@ bool cn_ec__names_add(char ***v, size_t *n, size_t *cap, const char *name, bool 
 
 cn_err cn_ec_version_list(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n)
 {
-	return cn_ec__union_names(s, false, false, vol, key, vids, n); /* E8 */
+	return cn_ec__union_names(s, false, false, vol, key, vids, n); /* EC-8 */
 }
 
 cn_err cn_ec_version_list_all(cn_ec_set *s, const char *vol, const char *key, char ***vids, size_t *n)
 {
-	return cn_ec__union_names(s, false, true, vol, key, vids, n); /* E8, E10 */
+	return cn_ec__union_names(s, false, true, vol, key, vids, n); /* EC-8, EC-10 */
 }
 
 cn_err cn_ec_version_delete(cn_ec_set *s, const char *vol, const char *key, const char *vid)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	if (!cn_ec__quorum_up(s, s->n / 2 + 1))
-		return CN_ERR_QUORUM; /* E12 */
+		return CN_ERR_QUORUM; /* EC-12 */
 	for (size_t i = 0; i < s->n; i++)
 		errs[i] = D(s, i) ? D(s, i)->ops->version_delete(D(s, i), vol, key, vid) : CN_ERR_OFFLINE;
 	return cn_ec__reduce_quorum(errs, s->n, s->n / 2 + 1);
@@ -165,10 +165,10 @@ cn_err cn_ec_version_promote(cn_ec_set *s, const char *vol, const char *key, con
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	if (!cn_ec__quorum_up(s, write_quorum(s)))
-		return CN_ERR_QUORUM; /* E12 */
+		return CN_ERR_QUORUM; /* EC-12 */
 	for (size_t i = 0; i < s->n; i++)
 		errs[i] = D(s, i) ? D(s, i)->ops->version_promote(D(s, i), vol, key, vid) : CN_ERR_OFFLINE;
-	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* R1: the current record changed */
+	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* RCACHE-1: the current record changed */
 	return cn_ec__reduce_quorum(errs, s->n, write_quorum(s));
 }
 
@@ -179,7 +179,7 @@ static cn_err rewrite_meta(cn_ec_set *s, const char *vol, const char *key, const
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	if (!cn_ec__quorum_up(s, write_quorum(s)))
-		return CN_ERR_QUORUM; /* E12 */
+		return CN_ERR_QUORUM; /* EC-12 */
 	cn_buf rec;
 	cn_buf_init(&rec);
 	for (size_t d = 0; d < s->n; d++) {

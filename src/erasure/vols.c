@@ -1,6 +1,6 @@
 /* erasure/vols: a set's buckets, which are folders (vols) on each of its drives: made and
- * removed with write quorum, listed when K drives hold them (E9), and the ones fewer than
- * K drives hold found for removal (E11). */
+ * removed with write quorum, listed when K drives hold them (EC-9), and the ones fewer than
+ * K drives hold found for removal (EC-11). */
 #include "erasure/erasure.h"
 #include "erasure/erasure_int.h"
 
@@ -65,7 +65,7 @@ static int vol_name_cmp(const void *a, const void *b)
 	return strcmp(((const cn_drive_vol *)a)->name, ((const cn_drive_vol *)b)->name);
 }
 
-/* E9. A bucket is made and removed on write-quorum drives: one made while a drive was
+/* EC-9. A bucket is made and removed on write-quorum drives: one made while a drive was
  *     offline is on at least W drives, the leftovers of a removed one on at most n - W < K.
  *     A set lists the vols at least K of its drives hold, asking every online drive (one
  *     drive's list hid a bucket made while it was offline, and showed one removed then);
@@ -140,9 +140,9 @@ cn_err cn_ec_list_vols(cn_ec_set *s, cn_drive_vol **out, size_t *n)
 	return CN_OK;
 }
 
-/* E11. A vol (bucket folder) that fewer than K drives hold, even counting every drive
+/* EC-11. A vol (bucket folder) that fewer than K drives hold, even counting every drive
  *      that cannot list its vols, was deleted while those drives were away: no quorum
- *      listing shows it (E9) and no new bucket can be made from it; heal removes it with
+ *      listing shows it (EC-9) and no new bucket can be made from it; heal removes it with
  *      whatever stale records it holds. Only for names the caller does not keep (the
  *      buckets of every set), under the namespace lock (no bucket made or removed
  *      meanwhile). */

@@ -1,6 +1,6 @@
 /* erasure/walk: listing a bucket on a set. One drive: its walk, records decoded. Several:
- * M+1 drives' walks merged in rounds (E5), an entry the walked drives do not agree on
- * listed only when a quorum read finds it (E6). */
+ * M+1 drives' walks merged in rounds (EC-5), an entry the walked drives do not agree on
+ * listed only when a quorum read finds it (EC-6). */
 #include "erasure/erasure.h"
 #include "erasure/erasure_int.h"
 
@@ -36,7 +36,7 @@ static cn_err walk_cb(void *vctx, const char *key, size_t keylen, bool is_prefix
 }
 
 /* Merged walks (coded sets).
- * E5. A committed version is on at least write-quorum drives, so at most M drives lack it:
+ * EC-5. A committed version is on at least write-quorum drives, so at most M drives lack it:
  *     walking any M+1 drives that have the bucket and merging finds every one of them
  *     (a wiped or replaced drive, or one that was offline during writes, hides nothing).
  *     The merge runs in rounds: each drive's walk collects up to WALK_BATCH entries after
@@ -52,7 +52,7 @@ typedef struct went {
 	size_t keylen;
 	bool is_prefix;
 	bool has_m;
-	bool has_prev;  /* the drive also holds a previous record of it (E15) */
+	bool has_prev;  /* the drive also holds a previous record of it (EC-15) */
 	cn_ec_meta m;
 	size_t drive;
 } went;
@@ -143,7 +143,7 @@ typedef struct merge {
 	const size_t *drives;
 	size_t nd;
 	const char *vol;
-	bool dangling;      /* E10: a key no read returns is handed on too (without meta) */
+	bool dangling;      /* EC-10: a key no read returns is handed on too (without meta) */
 	cn_ec_walk_fn fn;
 	void *ctx;
 } merge;
@@ -188,7 +188,7 @@ static const went *round_bound(const wbatch *b, size_t nd)
 	return bound;
 }
 
-/* E6: an object seen on fewer walked drives than could hold a readable version
+/* EC-6: an object seen on fewer walked drives than could hold a readable version
  * (min(walked, K)) may be a partial commit (a crash below write quorum) or a stale
  * leftover of a delete; walked drives that hold different versions of it (a partial
  * commit over an older version) may not show the one reads pick. Either way it is listed
@@ -203,7 +203,7 @@ static cn_err hand_on(const merge *mg, const went *w, size_t same)
 		uint64_t id = cn_ec__rec_identity(&w->m);
 		for (size_t x = 1; agreed && x < same; x++)
 			agreed = cn_ec__rec_identity(&w[x].m) == id;
-		/* E15: a commit of it in progress or cut short; the walked drives may
+		/* EC-15: a commit of it in progress or cut short; the walked drives may
 		 * all hold the new version while reads pick the replaced one */
 		for (size_t x = 0; agreed && x < same; x++)
 			agreed = !w[x].has_prev;
@@ -232,7 +232,7 @@ static cn_err hand_on(const merge *mg, const went *w, size_t same)
 		e = mg->fn(mg->ctx, w->key, w->keylen, false, &qm);
 	else if (qe == CN_ERR_NOMEM)
 		e = qe;
-	else if (mg->dangling) /* E10: no read returns it; heal looks closer */
+	else if (mg->dangling) /* EC-10: no read returns it; heal looks closer */
 		e = mg->fn(mg->ctx, w->key, w->keylen, false, NULL);
 	cn_ec_meta_fini(&qm);
 	return e;
@@ -309,7 +309,7 @@ cn_err cn_ec_walk(cn_ec_set *s, const char *vol, const char *prefix, const char 
                   bool slash_delim, cn_ec_walk_fn fn, void *ctx)
 {
 	walk_ctx w = { s, vol, fn, ctx };
-	/* E5: M+1 drives that have the bucket (a wiped or replaced drive has not); E16: the
+	/* EC-5: M+1 drives that have the bucket (a wiped or replaced drive has not); EC-16: the
 	 * last ones, which a commit reaches last and a delete first */
 	size_t drives[CN_EC_MAX_DRIVES], nd = 0, want = (size_t)s->m + 1;
 	for (size_t j = s->n; j-- > 0 && nd < want;)

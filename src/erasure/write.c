@@ -1,15 +1,15 @@
 /* erasure/write: changing an object's current record. The writer (PUT) streams a body
  * into shard files in each drive's tmp area, block by block (coded: each block encoded
  * in place and written with its hash; plain: the bytes as they come), and its commit
- * renames each slot's data folder and record in, slot 0 first (quorum.c E16); a small
+ * renames each slot's data folder and record in, slot 0 first (quorum.c EC-16); a small
  * object is committed inline, its shard stream in the records. Deletes remove the current
- * record (slot n-1 first, E16) or a data folder. The writer's path (fill, flush_block,
+ * record (slot n-1 first, EC-16) or a data folder. The writer's path (fill, flush_block,
  * commit) is the PUT hot path: its functions stay together in this file.
  *
- *  E1. A record is written to a drive only after that drive's shard file is complete and
+ *  EC-1. A record is written to a drive only after that drive's shard file is complete and
  *      closed (file_close(keep) before rename_data); a commit succeeds when write quorum
  *      drives committed (K, or K+1 when K == M).
- *  E14. A coded writer encodes in place: its pending block is the start of its shard
+ *  EC-14. A coded writer encodes in place: its pending block is the start of its shard
  *      buffer (k data shards of a full block's shard length, then m parity shards), so
  *      data shard j of a block of len bytes is already at j * shard_len(len) and only the
  *      last data shard's padding (fewer than k bytes) is zeroed before the parity is
@@ -37,7 +37,7 @@ struct cn_ec_writer {
 	uint8_t dist[CN_EC_MAX_DRIVES];
 	unsigned char *block;               /* pending bytes of the current block: = shards */
 	size_t blen;
-	/* E14: k data shards of a full block's shard_len (the block, encoded in place: data
+	/* EC-14: k data shards of a full block's shard_len (the block, encoded in place: data
 	 * shard j of a block of len bytes starts at j * shard_len(len)), then m parity */
 	unsigned char *shards;
 	bool ok[CN_EC_MAX_DRIVES];          /* slot still writing */
@@ -60,7 +60,7 @@ cn_err cn_ec_writer_new(cn_ec_set *s, const char *vol, const char *key, const ch
 		w->k = (unsigned)s->n - w->m;
 		w->c = codec_for(s, w->k, w->m);
 		cn_codec_dist(vol, key, strlen(key), (unsigned)s->n, w->dist);
-		/* E14: the block is the start of the shard buffer (blocks encode in place) */
+		/* EC-14: the block is the start of the shard buffer (blocks encode in place) */
 		size_t sl = w->c ? cn_codec_shard_len(w->c, CN_EC_BLOCK_SIZE) : 0;
 		w->shards = malloc(s->n * sl);
 		w->block = w->shards;
@@ -118,7 +118,7 @@ static cn_err flush_block(cn_ec_writer *w)
 	size_t full = cn_codec_shard_len(w->c, CN_EC_BLOCK_SIZE);
 	unsigned char *ptr[CN_EC_MAX_DRIVES];
 	unsigned char hashes[CN_EC_MAX_DRIVES][HASH_LEN];
-	/* E14: the block's bytes lie at the start of w->shards, so data shard j of this block
+	/* EC-14: the block's bytes lie at the start of w->shards, so data shard j of this block
 	 * (its bytes [j*sl, (j+1)*sl), the last padded with zeros) already starts at j*sl;
 	 * the parity shards go after the data area of a full block (k*full >= the block). */
 	for (size_t j = 0; j < n; j++)
@@ -211,7 +211,7 @@ void cn_ec__fill_erasure(cn_ec_set *s, cn_ec_meta *m, size_t drive)
 	cn_ec__fill_erasure_kd(m, (unsigned)s->k, (unsigned)s->m, NULL, s->n, drive);
 }
 
-/* Closes the writer's files (flushing the tail block): E1's first half. */
+/* Closes the writer's files (flushing the tail block): EC-1's first half. */
 static cn_err writer_finish(cn_ec_writer *w)
 {
 	cn_ec_set *s = w->s;
@@ -244,7 +244,7 @@ cn_err cn_ec__commit(cn_ec_set *s, const char *tmp_id, const char *data_id, cons
                      const bool *ok, bool *done)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
-	if (s->n > 1 && cn_ec__slots_up(s, ok) < (size_t)k + (k == mm)) { /* E12 */
+	if (s->n > 1 && cn_ec__slots_up(s, ok) < (size_t)k + (k == mm)) { /* EC-12 */
 		for (size_t i = 0; i < s->n; i++)
 			if (D(s, i))
 				D(s, i)->ops->abort_tmp(D(s, i), tmp_id);
@@ -271,7 +271,7 @@ cn_err cn_ec__commit(cn_ec_set *s, const char *tmp_id, const char *data_id, cons
 		if (done)
 			done[i] = errs[i] == CN_OK; /* rename_data left nothing in tmp */
 	}
-	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* R1: after the renames */
+	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* RCACHE-1: after the renames */
 	if (added_part) {
 		m->parts = NULL;
 		m->nparts = 0;
@@ -305,7 +305,7 @@ void cn_ec_writer_abort(cn_ec_writer *w)
 		if (D(w->s, i) && !w->done[i])
 			D(w->s, i)->ops->abort_tmp(D(w->s, i), w->tmp_id);
 	}
-	free(w->shards); /* w->block is its start (E14) */
+	free(w->shards); /* w->block is its start (EC-14) */
 	free(w);
 }
 
@@ -358,7 +358,7 @@ cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec
 	if (!c)
 		return CN_ERR_INVALID;
 	if (!cn_ec__quorum_up(s, (size_t)k + (k == mm)))
-		return CN_ERR_QUORUM; /* E12 */
+		return CN_ERR_QUORUM; /* EC-12 */
 	uint8_t dist[CN_EC_MAX_DRIVES];
 	cn_codec_dist(vol, key, strlen(key), (unsigned)s->n, dist);
 	unsigned char *streams[CN_EC_MAX_DRIVES], *sbase = NULL;
@@ -391,7 +391,7 @@ cn_err cn_ec_commit_inline(cn_ec_set *s, const char *vol, const char *key, cn_ec
 		m->inline_len = slen[d];
 		errs[d] = cn_ec__commit_slot(s, d, tmp_id, NULL, vol, key, m, &rec);
 	}
-	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* R1: after the renames */
+	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* RCACHE-1: after the renames */
 	m->inline_data = whole;
 	m->inline_len = whole_len;
 	if (added_part) {
@@ -407,10 +407,10 @@ cn_err cn_ec_delete_meta(cn_ec_set *s, const char *vol, const char *key)
 {
 	cn_err errs[CN_EC_MAX_DRIVES];
 	if (!cn_ec__quorum_up(s, s->n / 2 + 1))
-		return CN_ERR_QUORUM; /* E12 */
-	for (size_t j = s->n; j-- > 0;) /* E16: the walked drives first */
+		return CN_ERR_QUORUM; /* EC-12 */
+	for (size_t j = s->n; j-- > 0;) /* EC-16: the walked drives first */
 		errs[j] = D(s, j) ? D(s, j)->ops->delete_meta(D(s, j), vol, key) : CN_ERR_OFFLINE;
-	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* R1 */
+	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* RCACHE-1 */
 	size_t ok = 0;
 	for (size_t i = 0; i < s->n; i++) /* a drive that never had it agrees */
 		ok += errs[i] == CN_OK;

@@ -3,12 +3,12 @@
  * trailers are handed to a verifier supplied by the s3 layer (format in http.h). Both are
  * byte-driven state machines over the caller's buffers: framing bytes are examined one at
  * a time, payload bytes are copied in bulk. Invariants:
- *   1. Resumable at every byte boundary: any split of the input (and any output capacity)
+ *   CHUNK-1. Resumable at every byte boundary: any split of the input (and any output capacity)
  *      gives the same payload, the same verifier calls, the same total consumed count and
  *      the same result — all decisions depend only on the state and the current byte.
- *   2. Nothing after the end of the body is consumed (pipelined requests follow it).
- *   3. Errors are sticky: after one, every call returns it and consumes nothing.
- *   4. Every input-driven size is bounded: size and trailer lines <= 4 KiB, at most 64
+ *   CHUNK-2. Nothing after the end of the body is consumed (pipelined requests follow it).
+ *   CHUNK-3. Errors are sticky: after one, every call returns it and consumes nothing.
+ *   CHUNK-4. Every input-driven size is bounded: size and trailer lines <= 4 KiB, at most 64
  *      (chunked) or 16 (aws-chunked) trailer lines, aws chunks <= 64 MiB. */
 #include "http/http.h"
 

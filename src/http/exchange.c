@@ -7,7 +7,7 @@
  * on the first body read. After the handler, the exchange decides the connection's fate:
  * an unread body is skipped when the connection buffer already holds all of it, otherwise
  * the answer says "Connection: close" and the loop drains what still comes (a worker
- * never waits for a body nobody reads: net.h invariant 8); a connection whose framing we
+ * never waits for a body nobody reads: loop.c NET-8); a connection whose framing we
  * are unsure of is never reused. A response of at most NOWAIT_MAX bytes is sent without
  * waiting: what the socket does not take at once goes to c->out, for the loop. */
 #include "http/http.h"
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Responses up to this size never make a worker wait for the client (net.h invariant 8):
+/* Responses up to this size never make a worker wait for the client (loop.c NET-8):
  * error answers, small reads, every answer to an unauthenticated request. */
 #define NOWAIT_MAX (16 * 1024)
 
@@ -602,7 +602,7 @@ static cn_conn_verdict finish(cn_http_exchange *x)
 		x->body_done = true;
 		unread = false;
 	}
-	if (unread) /* the loop discards what still comes (net.h invariant 5) */
+	if (unread) /* the loop discards what still comes (loop.c NET-5) */
 		return CN_CONN_DRAIN_CLOSE;
 	if (x->close || !x->req.keep_alive)
 		return CN_CONN_CLOSE;
@@ -612,7 +612,7 @@ static cn_conn_verdict finish(cn_http_exchange *x)
 /* Serves the request whose head is buffered at c->off. Returns CN_CONN_KEEP/CLOSE, or
  * CN_CONN_DEFER in inline mode when the request must run on a worker (c->off restored). */
 /* Inline: a request with a body goes to a worker, once the bytes of it that pre asks for
- * are buffered (net.h invariant 8). */
+ * are buffered (loop.c NET-8). */
 static cn_conn_verdict preread_or_defer(cn_conn *c, const cn_http_req *req, size_t hlen,
                                         cn_http_preread_fn pre, void *ctx)
 {
@@ -671,7 +671,7 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, cn_http_preread_
 		return v;
 	}
 	if (!inline_mode)
-		cn_conn_rate_reset(c); /* net.h invariant 7: this request's waits */
+		cn_conn_rate_reset(c); /* loop.c NET-7: this request's waits */
 	c->off += hlen;
 	if (!c->head_ns)
 		c->head_ns = cn_mono_ns(); /* a head a worker read itself */

@@ -2,9 +2,9 @@
  * caller's buffer, in the style of picohttpparser: one pass, no allocation, no state kept
  * between calls (a caller re-parses from the start when more bytes arrive, so it should call
  * again only when new bytes came in). Also the reason-phrase table. Invariants:
- *   1. Every cn_str written into cn_http_req points into buf[0 .. returned length).
- *   2. No byte at or beyond buf[min(len, CN_HTTP_MAX_HEAD)] is read.
- *   3. An error is returned as soon as the bytes seen so far cannot start a valid head, so a
+ *   PARSE-1. Every cn_str written into cn_http_req points into buf[0 .. returned length).
+ *   PARSE-2. No byte at or beyond buf[min(len, CN_HTTP_MAX_HEAD)] is read.
+ *   PARSE-3. An error is returned as soon as the bytes seen so far cannot start a valid head, so a
  *      strict prefix of a valid head always parses to 0 ("need more").
  * Strictness: lines end in CRLF (a bare LF or CR is -400), no whitespace before a header
  * colon, no obs-fold, token characters in method and field names, no control characters in

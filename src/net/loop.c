@@ -1,39 +1,39 @@
 /* net/loop.c: the event loop, the worker pool and connection I/O (see net.h for the model).
  *
  * Invariants:
- *  1. A connection is owned by one thread at a time: the loop while its state is IDLE,
+ *  NET-1. A connection is owned by one thread at a time: the loop while its state is IDLE,
  *     HEAD or WRITE (and only the loop touches epoll registration and the connection
  *     list; epoll interest is level-triggered and empty while a worker owns it), a worker
  *     while QUEUED or BUSY. Workers hand connections back through the `back` queue + eventfd.
- *  2. An IDLE connection has no buffer (buf == NULL): 10,000 idle connections cost only
+ *  NET-2. An IDLE connection has no buffer (buf == NULL): 10,000 idle connections cost only
  *     their struct and the kernel's socket.
- *  3. Every connection the loop owns has a deadline: idle timeout while IDLE, header
+ *  NET-3. Every connection the loop owns has a deadline: idle timeout while IDLE, header
  *     timeout from the first byte of a head while HEAD. The loop closes expired ones.
- *  4. The work queue holds at most max_queue connections; beyond that the loop answers
+ *  NET-4. The work queue holds at most max_queue connections; beyond that the loop answers
  *     503 SlowDown and closes (never an unbounded queue, never a reset).
- *  5. A connection closed while its peer may still be sending (DRAIN: a body answered
+ *  NET-5. A connection closed while its peer may still be sending (DRAIN: a body answered
  *     early, a refused head) is first shut for writing, then only read and discarded by
  *     the loop until EOF or its bounds (net.h: CN_CONN_DRAIN_CLOSE); it never serves again.
- *  6. Requests never wait forever behind workers that hang: when the oldest queued
+ *  NET-6. Requests never wait forever behind workers that hang: when the oldest queued
  *     connection has waited grow_after_ms and no worker has finished a request for as
  *     long, the loop starts more workers (4 at a time, at most cfg.workers more in all;
- *     they stay). A worker blocked in a call that cannot be interrupted (a hung drive:
- *     drive.h health W6, W8) then holds only itself, and the requests that do not need
+ *     they stay). A worker blocked in a call that cannot be interrupted (a hung drive)
+ *     then holds only itself, and the requests that do not need
  *     what hangs are served. A pool that is merely busy finishes requests and does not
  *     grow.
- *  7. A worker waits on a client only while the client keeps up: every wait (a read of
+ *  NET-7. A worker waits on a client only while the client keeps up: every wait (a read of
  *     its body, a write of a response it does not read) ends after io_timeout_ms, and
  *     after rate_grace_ms of waiting in all the client must have moved min_rate bytes per
  *     second of waiting (bytes moved / time waited, counted per request from
  *     cn_conn_rate_reset; time the worker spends on its own work does not count). A
  *     client dripping a byte every few seconds is cut off after the grace instead of
  *     holding a worker for ever.
- *  8. No worker waits on an unauthenticated client. The inline handler decides per head
+ *  NET-8. No worker waits on an unauthenticated client. The inline handler decides per head
  *     (CN_CONN_MORE): the loop gathers such a request's body, up to the bytes the
  *     handler asked for, under the header timeout, before a worker takes it; a worker
  *     sends a small response without waiting and leaves what the socket did not take in
  *     c->out for the loop (http/exchange.c); what the worker did not read of a body is
- *     drained by the loop (invariant 5). */
+ *     drained by the loop (NET-5). */
 #include "net/net.h"
 
 #include <arpa/inet.h>
@@ -66,7 +66,7 @@ struct cn_net {
 	int lfd, epfd, evfd;
 	int port;
 	volatile sig_atomic_t stopping;
-	pthread_t *threads;      /* room for cfg.workers * 2 (invariant 6) */
+	pthread_t *threads;      /* room for cfg.workers * 2 (NET-6) */
 	int nthreads;            /* started (loop thread only, after cn_net_new) */
 	atomic_int nthreads_pub; /* its copy for cn_net_get_stats (any thread) */
 	int64_t last_done;       /* when a worker last finished a request (under mu) */
@@ -174,7 +174,7 @@ static const char slowdown[] =
 	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code>"
 	"<Message>Please reduce your request rate.</Message><RequestId></RequestId></Error>";
 
-/* Loop thread: invariant 5. The connection's write side is already shut. */
+/* Loop thread: NET-5. The connection's write side is already shut. */
 static void start_drain(cn_net *n, cn_conn *c)
 {
 	free(c->buf);
@@ -224,7 +224,7 @@ static void reply_and_close(cn_net *n, cn_conn *c, const char *msg, size_t len)
 	ssize_t w = send(c->fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	(void)w;
 	shutdown(c->fd, SHUT_WR);
-	start_drain(n, c); /* the rest of the request may still be coming (invariant 5) */
+	start_drain(n, c); /* the rest of the request may still be coming (NET-5) */
 }
 
 static void dispatch(cn_net *n, cn_conn *c)
@@ -262,7 +262,7 @@ static void dispatch(cn_net *n, cn_conn *c)
 
 /* Loop thread: the connection goes back to waiting for its next request: HEAD when part
  * of a head is already buffered (header timeout), else IDLE without a buffer (idle
- * timeout, invariant 2). */
+ * timeout, NET-2). */
 static void park(cn_net *n, cn_conn *c)
 {
 	c->scanned = 0;
@@ -305,7 +305,7 @@ static bool flush_out(cn_net *n, cn_conn *c)
 	if (c->close_after) {
 		shutdown(c->fd, SHUT_WR);
 		if (c->drain_after)
-			start_drain(n, c); /* the client may still be sending a body (invariant 5) */
+			start_drain(n, c); /* the client may still be sending a body (NET-5) */
 		else
 			conn_close(n, c);
 		return false;
@@ -330,7 +330,7 @@ static void serve_ready(cn_net *n, cn_conn *c)
 			dispatch(n, c);
 			return;
 		}
-		if (v == CN_CONN_MORE) { /* invariant 8: read on, under the head's deadline */
+		if (v == CN_CONN_MORE) { /* NET-8: read on, under the head's deadline */
 			CN_ASSERT(c->preread > c->len - c->off);
 			if (c->off > 0) { /* the request starts the buffer: room for what it needs */
 				memmove(c->buf, c->buf + c->off, c->len - c->off);
@@ -521,7 +521,7 @@ static void on_back(cn_net *n)
 			conn_close(n, c);
 			continue;
 		}
-		if (c->out) { /* what the socket did not take of a worker's response (invariant 8) */
+		if (c->out) { /* what the socket did not take of a worker's response (NET-8) */
 			if (!flush_out(n, c))
 				continue; /* closed, draining, or waiting for EPOLLOUT (on_writable) */
 			if (cn_conn_has_head(c)) {
@@ -760,7 +760,7 @@ cn_err cn_net_new(const cn_net_config *cfg, cn_net_handler h, void *ctx, cn_net 
 	return CN_OK;
 }
 
-/* Invariant 6: loop thread. More workers when queued requests wait on a pool that has
+/* NET-6: loop thread. More workers when queued requests wait on a pool that has
  * finished nothing for grow_after_ms. */
 static void maybe_grow(cn_net *n, int64_t now)
 {
@@ -904,7 +904,7 @@ void cn_conn_rate_reset(cn_conn *c)
 	c->rate_bytes = 0;
 }
 
-/* Invariant 7: how long this wait may last. The client has earned grace + bytes/min_rate
+/* NET-7: how long this wait may last. The client has earned grace + bytes/min_rate
  * of waiting; what it used already is rate_waited_ms. */
 static int wait_budget_ms(const cn_conn *c)
 {

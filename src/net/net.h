@@ -21,7 +21,7 @@ typedef struct cn_conn {
 	char peer[64];
 	/* loop-private */
 	int64_t deadline_ms;
-	int64_t queued_at;   /* when dispatch queued it for a worker (loop.c invariant 6) */
+	int64_t queued_at;   /* when dispatch queued it for a worker (loop.c NET-6) */
 	size_t scanned;      /* bytes already searched for the end of the head */
 	int state;
 	int events;          /* epoll interest now registered (loop.c) */
@@ -51,8 +51,8 @@ typedef struct cn_conn {
 	size_t preread;
 	bool continue_sent;   /* "100 Continue" already sent for the buffered request (the
 	                         loop's pre-read sends it); the http layer clears it */
-	bool drain_after;     /* loop-private: drain (invariant 5) once c->out is sent */
-	/* A worker's waits on this client (invariant 7): time spent waiting and bytes moved
+	bool drain_after;     /* loop-private: drain (NET-5) once c->out is sent */
+	/* A worker's waits on this client (NET-7): time spent waiting and bytes moved
 	 * since cn_conn_rate_reset. */
 	int64_t rate_waited_ms;
 	int64_t rate_bytes;
@@ -91,7 +91,7 @@ typedef struct cn_net_config {
 	int idle_timeout_ms;    /* keep-alive idle (default 60 s) */
 	int header_timeout_ms;  /* first byte to complete head (default 15 s) */
 	int io_timeout_ms;      /* a worker's blocking read/write stall (default 30 s) */
-	/* Invariant 7 of loop.c: while a worker waits on a client, the client must move at
+	/* loop.c NET-7: while a worker waits on a client, the client must move at
 	 * least min_rate bytes/s on average, after a grace of rate_grace_ms (defaults 1024 and
 	 * 10000; min_rate < 0: no rate, the stall bound alone). */
 	int min_rate;
@@ -108,7 +108,7 @@ typedef struct cn_net_config {
 	bool reuseport;         /* SO_REUSEPORT: several loops share the port (one per core) */
 	int grow_after_ms;      /* requests wait and no worker has finished one for this long
 	                           (all hung, e.g. on a drive that does not answer): start more
-	                           workers, up to `workers` more in all (loop.c invariant 6;
+	                           workers, up to `workers` more in all (loop.c NET-6;
 	                           default 2000; < 0: never) */
 } cn_net_config;
 
@@ -132,13 +132,13 @@ typedef struct cn_net_stats {
 	size_t conns;    /* connections open */
 	size_t queued;   /* requests waiting for a worker */
 	int busy;        /* workers running a request or lingering on its connection */
-	int workers;     /* worker threads started (grows when the pool hangs: invariant 6) */
+	int workers;     /* worker threads started (grows when the pool hangs: NET-6) */
 	int workers_max; /* what it may grow to */
 } cn_net_stats;
 void cn_net_get_stats(cn_net *n, cn_net_stats *out);
 
 /* Worker-side blocking I/O on a connection: each wait is bounded by io_timeout_ms and by
- * the client's rate (invariant 7), counted from the last cn_conn_rate_reset (the http
+ * the client's rate (NET-7), counted from the last cn_conn_rate_reset (the http
  * layer calls it as each request starts). A wait past either bound: CN_ERR_TIMEOUT. */
 void cn_conn_rate_reset(cn_conn *c);
 /* Reads buffered bytes first, then from the socket. >0 bytes, 0 at EOF, -CN_ERR_TIMEOUT,

@@ -1,9 +1,9 @@
 /* bucket.c: buckets. A bucket is a folder on every drive of every set, with its creation
  * time and configuration documents as system files on every set. Make, head, delete and
  * list (object.h); the bucket-wide system files (object_int.h); and what keeps every drive
- * holding every bucket: bucket heal (E9), restoring the buckets onto drives formatted into
+ * holding every bucket: bucket heal (EC-9), restoring the buckets onto drives formatted into
  * an existing deployment, and purging the folders of buckets deleted while some drives
- * were away (E11). Bucket creation and deletion hold the namespace lock exclusively (C5,
+ * were away (EC-11). Bucket creation and deletion hold the namespace lock exclusively (OBJ-5,
  * object.c). */
 #include "object/object_int.h"
 
@@ -135,7 +135,7 @@ cn_err cn_obj_delete_bucket(cn_obj_store *s, const char *name)
 	char path[96];
 	if (!cn_obj_bucket_name_valid(name))
 		return CN_ERR_NO_BUCKET;
-	pthread_rwlock_wrlock(&s->ns_lock); /* C5 */
+	pthread_rwlock_wrlock(&s->ns_lock); /* OBJ-5 */
 	cn_err e = CN_OK;
 	size_t gone = 0, i;
 	bool *deleted = calloc(s->nsets, sizeof *deleted);
@@ -144,7 +144,7 @@ cn_err cn_obj_delete_bucket(cn_obj_store *s, const char *name)
 		return CN_ERR_NOMEM;
 	}
 	/* set by set; a set that still holds objects stops it, and the sets already emptied
-	 * get their folder back (no commit can run meanwhile: C5) */
+	 * get their folder back (no commit can run meanwhile: OBJ-5) */
 	for (i = 0; i < s->nsets; i++) {
 		cn_err de = cn_ec_delete_vol(s->sets[i], name);
 		if (de == CN_ERR_NO_BUCKET)
@@ -212,8 +212,8 @@ cn_err cn_obj_list_buckets(cn_obj_store *s, cn_bucket_info **out, size_t *n)
 	return CN_OK;
 }
 
-/* Every drive holds every bucket: restored onto new drives, made where missing (E9),
- * removed where deleted while the drive was away (E11). */
+/* Every drive holds every bucket: restored onto new drives, made where missing (EC-9),
+ * removed where deleted while the drive was away (EC-11). */
 
 static int vol_cmp(const void *a, const void *b)
 {

@@ -1,13 +1,13 @@
-/* commit.c: the per-key state that commits and readers share — the key locks (C2,
- * object.c) and the wait for a commit in progress that they give reads (E13), the previous
- * records a commit keeps until its barrier (C7), and the readers' pins that delay removing
- * a replaced version's data (C6).
+/* commit.c: the per-key state that commits and readers share — the key locks (OBJ-2,
+ * object.c) and the wait for a commit in progress that they give reads (EC-13), the previous
+ * records a commit keeps until its barrier (OBJ-7), and the readers' pins that delay removing
+ * a replaced version's data (OBJ-6).
  *
- *  C6. A replaced or deleted version's data folder outlives the readers that may read it
+ *  OBJ-6. A replaced or deleted version's data folder outlives the readers that may read it
  *      (cn_obj__drop_data, object_int.h): a GET that began before an overwrite streams the
  *      old version to its end.
- *  C7. A commit that replaces a current record keeps it as the key's previous record on
- *      every drive first (cn_ec_prev_keep in vprep, erasure.h: quorum.c E15 reads it when a
+ *  OBJ-7. A commit that replaces a current record keeps it as the key's previous record on
+ *      every drive first (cn_ec_prev_keep in vprep, erasure.h: quorum.c EC-15 reads it when a
  *      crash cut the commit short), and drops it after the barrier (vfinish), under the
  *      key's lock and only when no later commit of the same key has kept its own previous
  *      records meanwhile (the lock's list of kept ones, cn_obj__prevk): those must stay
@@ -17,7 +17,7 @@
  *      previous record left over (a crash between barrier and drop) is never counted
  *      while the current one is at quorum; the next overwrite of the key replaces it, a
  *      delete removes it, and a heal of the key removes it on the drives it saw holding
- *      the current version (heal.c H9). */
+ *      the current version (heal.c HEAL-9). */
 #include "object/object_int.h"
 
 #include <errno.h>
@@ -46,8 +46,8 @@ void cn_obj__key_locks_fini(cn_obj_store *s)
 		pthread_mutex_destroy(&s->pins[i].mu);
 }
 
-/* quorum.c E13 (erasure.h cn_ec_set_split_wait): a read found the drives split between
- * versions of bucket/key. Commits hold the key's lock while they rename records (C2), so
+/* quorum.c EC-13 (erasure.h cn_ec_set_split_wait): a read found the drives split between
+ * versions of bucket/key. Commits hold the key's lock while they rename records (OBJ-2), so
  * taking it and letting go waits for those in progress. A thread that holds it itself (a
  * delete, heal, a version change reading under it) gets EDEADLK at once: the key locks are
  * error-checking mutexes. Bounded: a commit stuck on a stalled drive must not hold up the
@@ -67,7 +67,7 @@ bool cn_obj__split_wait(void *ctx, const char *vol, const char *key)
 	return rc != ETIMEDOUT;
 }
 
-/* --- previous records (C7) ------------------------------------------------------------ */
+/* --- previous records (OBJ-7) ------------------------------------------------------------ */
 
 cn_err cn_obj__prev_keep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
                          const cn_ec_meta *old, cn_obj__prevk *pk)
@@ -147,7 +147,7 @@ bool cn_obj__prev_pending(cn_obj_store *s, const char *bucket, const char *key)
 	return false;
 }
 
-/* --- open readers and removed data (C6) ------------------------------------------------ */
+/* --- open readers and removed data (OBJ-6) ------------------------------------------------ */
 
 struct cn_obj__drop {
 	cn_obj__drop *next;

@@ -2,30 +2,30 @@
  * to rebuild data (a bounded queue drained by one thread), and by a periodic scanner.
  *
  * Invariants:
- *  H1. An object version is healed under its key's lock (C2), so a heal never races a
+ *  HEAL-1. An object version is healed under its key's lock (OBJ-2), so a heal never races a
  *      commit or delete of the same key: it rebuilds exactly the version it read.
- *  H2. Walking never holds a drive directory open across heals: keys are collected in
+ *  HEAL-2. Walking never holds a drive directory open across heals: keys are collected in
  *      batches (after the last one seen) and healed between batches.
- *  H3. The scanner sleeps after each object for twice the time the object took (at least
+ *  HEAL-3. The scanner sleeps after each object for twice the time the object took (at least
  *      1 ms, at most cfg.heal_max_sleep_ms: 1 s by default), so it uses at most about a
  *      third of one core's time and of the drives' — unless the cap is lower than twice
  *      what objects take (a negative cap: no pause at all).
- *  H4. The queue never blocks a reader: when full, the entry is dropped (the scanner will
+ *  HEAL-4. The queue never blocks a reader: when full, the entry is dropped (the scanner will
  *      find the object).
- *  H5. A data folder is removed as unreferenced only under its key's lock, from a view of
- *      every drive's records (cn_ec_orphan_data), through C6 (cn_obj__drop_data).
- *  H6. Keys whose data folders outlived every record (no listing shows them) are found by
- *      the drives (cn_ec_data_keys) and go through H5 in the set that holds them.
- *  H7. Heal walks every drive (cn_ec_walk_all, cn_ec_version_list_all), so it also meets
+ *  HEAL-5. A data folder is removed as unreferenced only under its key's lock, from a view of
+ *      every drive's records (cn_ec_orphan_data), through OBJ-6 (cn_obj__drop_data).
+ *  HEAL-6. Keys whose data folders outlived every record (no listing shows them) are found by
+ *      the drives (cn_ec_data_keys) and go through HEAL-5 in the set that holds them.
+ *  HEAL-7. Heal walks every drive (cn_ec_walk_all, cn_ec_version_list_all), so it also meets
  *      versions on too few drives to be read; one that its heal finds no read returns is
- *      removed where it lies if it is dangling (E10 decides, from every drive, under the
+ *      removed where it lies if it is dangling (EC-10 decides, from every drive, under the
  *      key's lock).
- *  H8. A heal of everything first removes bucket folders too few drives hold to be a
- *      bucket (E11: deleted while those drives were away), under the namespace lock.
- *  H9. Previous records (quorum.c E15) a crash left over, or that a heal through them left
+ *  HEAL-8. A heal of everything first removes bucket folders too few drives hold to be a
+ *      bucket (EC-11: deleted while those drives were away), under the namespace lock.
+ *  HEAL-9. Previous records (quorum.c EC-15) a crash left over, or that a heal through them left
  *      on the drives whose current record already held the version, are dropped after a
  *      heal of the current version, under the key's lock, only while no commit of the key
- *      has kept its own (C7), and only on the drives that heal saw hold the version as
+ *      has kept its own (OBJ-7), and only on the drives that heal saw hold the version as
  *      their current record or rewrote so (cn_ec_heal_result.current_slots): there the
  *      previous record adds no vote for the version (a drive counts once), while a drive
  *      that did not answer the heal's read, or whose rewrite failed, may still hold a
@@ -73,9 +73,9 @@ static cn_ec_set *set_of(cn_obj_store *s, const char *bucket, const char *key)
 	return cn_obj__key_set(s, bucket, key);
 }
 
-/* --- one version (H1) --------------------------------------------------------------------- */
+/* --- one version (HEAL-1) --------------------------------------------------------------------- */
 
-/* The namespace read lock (C5) and the key's lock (C2), as commits take them. */
+/* The namespace read lock (OBJ-5) and the key's lock (OBJ-2), as commits take them. */
 static pthread_mutex_t *lock_key(cn_obj_store *s, const char *bucket, const char *key)
 {
 	pthread_rwlock_rdlock(&s->ns_lock);
@@ -91,7 +91,7 @@ static void unlock_key(cn_obj_store *s, pthread_mutex_t *kl)
 }
 
 /* Returns cn_ec_heal's answer: CN_ERR_NO_KEY or CN_ERR_NO_VERSION when no read returns the
- * version (deleted meanwhile, or dangling: H7). */
+ * version (deleted meanwhile, or dangling: HEAL-7). */
 static cn_err heal_version(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
                            const char *vid, bool prev_seen, bool dry_run, cn_obj_heal_totals *t)
 {
@@ -99,7 +99,7 @@ static cn_err heal_version(cn_obj_store *s, cn_ec_set *set, const char *bucket, 
 	pthread_mutex_t *kl = lock_key(s, bucket, key);
 	cn_err e = cn_ec_heal(set, bucket, key, vid, dry_run, &res);
 	bool drop = !e && !vid && !dry_run && (prev_seen || res.from_prev) && res.current_slots &&
-	            !cn_obj__prev_pending(s, bucket, key); /* H9 */
+	            !cn_obj__prev_pending(s, bucket, key); /* HEAL-9 */
 	if (drop)
 		cn_ec_prev_drop_slots(set, bucket, key, res.current_slots);
 	unlock_key(s, kl);
@@ -129,9 +129,9 @@ static cn_err heal_version(cn_obj_store *s, cn_ec_set *set, const char *bucket, 
 	return CN_OK;
 }
 
-/* H5: the key's data folders no record references (a crash after an overwrite's commit,
- * before its removal of the replaced data, or a removal C6 deferred) are removed under the
- * key's lock, as C6 removes replaced data: at once, or when the readers that may still
+/* HEAL-5: the key's data folders no record references (a crash after an overwrite's commit,
+ * before its removal of the replaced data, or a removal OBJ-6 deferred) are removed under the
+ * key's lock, as OBJ-6 removes replaced data: at once, or when the readers that may still
  * read them close. */
 static void remove_orphans(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
                            bool dry_run, cn_obj_heal_totals *t)
@@ -150,7 +150,7 @@ static void remove_orphans(cn_obj_store *s, cn_ec_set *set, const char *bucket, 
 	cn_drive_free_names(ids, n);
 }
 
-/* H7: a version no read can return (E10 in erasure/dangling.c: deleted or replaced while the drives
+/* HEAL-7: a version no read can return (EC-10 in erasure/dangling.c: deleted or replaced while the drives
  * holding it were away, or a write that failed below quorum) is removed from the drives
  * that hold it, under its key's lock. */
 static void purge_dangling(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
@@ -188,11 +188,11 @@ static void heal_key(cn_obj_store *s, cn_ec_set *set, const char *bucket, const 
 	remove_orphans(s, set, bucket, key, dry_run, t);
 }
 
-/* --- walking (H2) ------------------------------------------------------------------------ */
+/* --- walking (HEAL-2) ------------------------------------------------------------------------ */
 
 typedef struct batch {
 	char **keys;
-	bool *prev; /* a walked drive holds a previous record of the key (H9) */
+	bool *prev; /* a walked drive holds a previous record of the key (HEAL-9) */
 	size_t n;
 } batch;
 
@@ -220,14 +220,14 @@ typedef struct heal_run {
 	bool stopped;
 } heal_run;
 
-/* The scanner's longest pause after an object (H3); 0: none. */
+/* The scanner's longest pause after an object (HEAL-3); 0: none. */
 static int64_t max_sleep_ms(const cn_obj_store *s)
 {
 	int64_t cap = s->cfg.heal_max_sleep_ms;
 	return cap < 0 ? 0 : cap == 0 ? 1000 : cap;
 }
 
-/* After each key: the progress line (every 500 ms) and the scanner's pause (H3). */
+/* After each key: the progress line (every 500 ms) and the scanner's pause (HEAL-3). */
 static void paced(heal_run *h, const char *bucket, const char *key, int64_t t0)
 {
 	if (h->progress && cn_mono_ms() - h->last_report >= 500) {
@@ -235,7 +235,7 @@ static void paced(heal_run *h, const char *bucket, const char *key, int64_t t0)
 		if (!h->progress(h->ctx, h->t, bucket, key, false))
 			h->stopped = true;
 	}
-	if (h->throttle) { /* H3 */
+	if (h->throttle) { /* HEAL-3 */
 		int64_t pause = cn_mono_ms() - t0, cap = max_sleep_ms(h->s);
 		pause = pause * 2 > 1 ? pause * 2 : 1;
 		if (pause > cap)
@@ -247,9 +247,9 @@ static void paced(heal_run *h, const char *bucket, const char *key, int64_t t0)
 	}
 }
 
-/* Keys no listing shows (H6) because no drive has their record, while a drive still holds
+/* Keys no listing shows (HEAL-6) because no drive has their record, while a drive still holds
  * data folders of theirs (a delete that crashed after its commit, FORMAT.md §2): each is
- * checked like a listed key's leftovers (H5), in the set that holds the folders. One
+ * checked like a listed key's leftovers (HEAL-5), in the set that holds the folders. One
  * call per bucket and set, at most DATA_KEYS_MAX keys (more wait for the next run). */
 static void heal_data_keys(heal_run *h, cn_ec_set *set, const char *bucket, const char *prefix)
 {
@@ -309,10 +309,10 @@ static cn_err heal_all(heal_run *h, const char *bucket, const char *prefix)
 	cn_obj_store *s = h->s;
 	bool all = !bucket || !bucket[0];
 	if (!h->dry_run || all) {
-		pthread_rwlock_wrlock(&s->ns_lock); /* C5 */
+		pthread_rwlock_wrlock(&s->ns_lock); /* OBJ-5 */
 		if (!h->dry_run) /* buckets first: a drive that lacks one cannot take its objects */
 			cn_obj__heal_buckets(s);
-		if (all) /* H8: bucket folders deleted while their drives were away (E11) */
+		if (all) /* HEAL-8: bucket folders deleted while their drives were away (EC-11) */
 			h->t->dangling_buckets += cn_obj__purge_dangling_buckets(s, h->dry_run);
 		pthread_rwlock_unlock(&s->ns_lock);
 	}
@@ -370,7 +370,7 @@ void cn_obj__heal_enqueue(cn_obj_store *s, const cn_ec_reader *r)
 		dup = !strcmp(q->bucket, it.bucket) && !strcmp(q->key, it.key) &&
 		      ((!q->vid && !it.vid) || (q->vid && it.vid && !strcmp(q->vid, it.vid)));
 	}
-	bool take = !dup && h->count < QUEUE_CAP && !h->stop; /* H4 */
+	bool take = !dup && h->count < QUEUE_CAP && !h->stop; /* HEAL-4 */
 	if (take) {
 		h->q[(h->head + h->count) % QUEUE_CAP] = it;
 		h->count++;

@@ -1,6 +1,6 @@
 /* list.c: ListObjects over the whole store (cn_obj_list). Each set walks its own keys in
  * order (cn_ec_walk) into one page of at most max_keys entries, rolling keys up into
- * common prefixes; with several sets the pages are merged (L1-L3, list_merge). Every key
+ * common prefixes; with several sets the pages are merged (LIST-1..LIST-3, list_merge). Every key
  * lives in one set, so the merge sees an object once; a common prefix that several sets
  * return is one entry. */
 #include "object/object_int.h"
@@ -123,13 +123,13 @@ static cn_err list_set(cn_ec_set *set, const char *bucket, const char *prefix, c
 	return e;
 }
 
-/* Merges the sets' sorted pages r[0..n) into out (L1-L3 below), taking their strings. */
+/* Merges the sets' sorted pages r[0..n) into out (LIST-1..LIST-3 below), taking their strings. */
 static cn_err list_merge(cn_list_result *r, size_t n, size_t max, cn_list_result *out)
 {
-	/* L1. Every set's page is sorted and holds its first entries after the marker.
-	 * L2. Nothing can be returned past the end of a truncated page: its set's next entries
+	/* LIST-1. Every set's page is sorted and holds its first entries after the marker.
+	 * LIST-2. Nothing can be returned past the end of a truncated page: its set's next entries
 	 *     are unknown, so the merge stops when such a page runs out (truncated).
-	 * L3. A common prefix that several sets return is one entry. */
+	 * LIST-3. A common prefix that several sets return is one entry. */
 	size_t *oi = calloc(n, sizeof *oi), *pi = calloc(n, sizeof *pi);
 	cn_err e = CN_OK;
 	const char *last = NULL;
@@ -148,7 +148,7 @@ static cn_err list_merge(cn_list_result *r, size_t n, size_t max, cn_list_result
 		for (size_t i = 0; i < n; i++) {
 			bool more_o = oi[i] < r[i].nobjects, more_p = pi[i] < r[i].nprefixes;
 			if (!more_o && !more_p) {
-				stop |= r[i].truncated; /* L2 */
+				stop |= r[i].truncated; /* LIST-2 */
 				continue;
 			}
 			if (more_o && (!bn || strcmp(r[i].objects[oi[i]].key, bn) < 0)) {
@@ -169,7 +169,7 @@ static cn_err list_merge(cn_list_result *r, size_t n, size_t max, cn_list_result
 		if (best == n)
 			break;
 		if (best_pre && out->nprefixes && !strcmp(out->prefixes[out->nprefixes - 1], bn)) {
-			pi[best]++; /* L3 */
+			pi[best]++; /* LIST-3 */
 			continue;
 		}
 		if (count == max) {

@@ -150,7 +150,7 @@ static void check_slot(cn_obj_store *s, const mon_slot *sl, mon_pass *ps)
 	} else if (re == CN_OK && (s->mon_offline[at] || moved ||
 	                           di.outages != s->mon_outages[at])) {
 		/* back from offline, or away and back between two checks (an outage
-		 * counted meanwhile): it may lack buckets made meanwhile (E9) */
+		 * counted meanwhile): it may lack buckets made meanwhile (EC-9) */
 		ps->nback++;
 	}
 	/* formatted now: in service (a later check must not take it for a return
@@ -177,7 +177,7 @@ static void check_drives(cn_obj_store *s)
 		}
 	}
 	if (ps.nnew || ps.nback) {
-		pthread_rwlock_wrlock(&s->ns_lock); /* C5: no bucket created or deleted meanwhile */
+		pthread_rwlock_wrlock(&s->ns_lock); /* OBJ-5: no bucket created or deleted meanwhile */
 		if (ps.nnew)
 			cn_obj__restore_buckets(s, ps.is_new);
 		cn_obj__heal_buckets(s);

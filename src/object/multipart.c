@@ -9,13 +9,13 @@
  *   p<N>.<random>    the part's shard file (a fresh name per upload of N, so a record
  *                    always names a whole file; replaced files stay until the upload ends)
  * Invariants:
- *  M1. Every change to one upload (part commit, completion, abort, expiry) holds the
- *      upload's lock: the key-lock stripe of bucket/upload_id, taken after ns_lock (C5)
- *      and before the object key's own stripe (C2) when both are needed.
- *  M2. A part becomes visible only when its record is written, after its file is in the
+ *  MPU-1. Every change to one upload (part commit, completion, abort, expiry) holds the
+ *      upload's lock: the key-lock stripe of bucket/upload_id, taken after ns_lock (OBJ-5)
+ *      and before the object key's own stripe (OBJ-2) when both are needed.
+ *  MPU-2. A part becomes visible only when its record is written, after its file is in the
  *      upload: a record never names a missing or partial file.
- *  M3. Completion links the listed parts' files into a new data folder and commits the
- *      object's record (C1-C4 as for a put); only after the barrier is the upload
+ *  MPU-3. Completion links the listed parts' files into a new data folder and commits the
+ *      object's record (OBJ-1..OBJ-4 as for a put); only after the barrier is the upload
  *      removed. A crash in between leaves a whole object and the upload still listed; a
  *      crash before the record's rename leaves the upload intact (tmp garbage only). */
 #include "object/object_int.h"
@@ -55,7 +55,7 @@ cn_err cn_obj_update_meta_version(cn_obj_store *s, const char *bucket, const cha
 	cn_ec_set *set = cn_obj__key_set(s, bucket, key);
 	pthread_rwlock_rdlock(&s->ns_lock);
 	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
-	pthread_mutex_lock(kl); /* C2 */
+	pthread_mutex_lock(kl); /* OBJ-2 */
 	e = cn_ec_read_meta(set, bucket, key, false, &m);
 	if (vid && (e == CN_ERR_NO_KEY || (!e && strcmp(m.version_id[0] ? m.version_id : "null", vid)))) {
 		/* not the current version: a noncurrent one */
@@ -79,7 +79,7 @@ cn_err cn_obj_update_meta_version(cn_obj_store *s, const char *bucket, const cha
 			m.meta = info.meta; /* lent to the record while it is written */
 			m.nmeta = info.nmeta;
 			if (current)
-				e = cn_obj__prev_keep(s, set, bucket, key, &m, &pk); /* C7 */
+				e = cn_obj__prev_keep(s, set, bucket, key, &m, &pk); /* OBJ-7 */
 			if (!e)
 				e = current ? cn_ec_update_meta(set, bucket, key, &m)
 				            : cn_ec_update_version_meta(set, bucket, key, vid, &m);
@@ -91,7 +91,7 @@ cn_err cn_obj_update_meta_version(cn_obj_store *s, const char *bucket, const cha
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
 		e = cn_obj__barrier_set(s, set);
-	cn_obj__prev_drop(s, set, bucket, key, &pk, !e, NULL); /* C7 */
+	cn_obj__prev_drop(s, set, bucket, key, &pk, !e, NULL); /* OBJ-7 */
 	if (!e && out) {
 		cn_obj_info_fini(out);
 		*out = info;
@@ -151,7 +151,7 @@ cn_err cn_obj_bucket_config_put(cn_obj_store *s, const char *bucket, const char 
 		return cn_obj_bucket_name_valid(bucket) ? CN_ERR_INVALID : CN_ERR_NO_BUCKET;
 	if (len > CONFIG_MAX)
 		return CN_ERR_TOO_LARGE;
-	pthread_rwlock_rdlock(&s->ns_lock); /* C5: not into a bucket being deleted */
+	pthread_rwlock_rdlock(&s->ns_lock); /* OBJ-5: not into a bucket being deleted */
 	cn_err e = cn_obj__stat_bucket(s, bucket);
 	if (!e)
 		e = cn_obj__write_sys_every(s, path, p, len);
@@ -221,7 +221,7 @@ static bool upload_id_ok(const char *id)
 
 static pthread_mutex_t *upload_lock(cn_obj_store *s, const char *bucket, const char *upload_id)
 {
-	return cn_obj__key_lock(s, bucket, upload_id); /* M1 */
+	return cn_obj__key_lock(s, bucket, upload_id); /* MPU-1 */
 }
 
 /* The set holding the upload of bucket/key: the key's set in the pool that has the upload
@@ -315,7 +315,7 @@ cn_err cn_obj_upload_create(cn_obj_store *s, const char *bucket, const char *key
 	cn_drive_random_id(upload_id);
 	cn_ec_set *set;
 	e = cn_obj__put_set(s, bucket, key, &set);
-	pthread_rwlock_rdlock(&s->ns_lock); /* C5 */
+	pthread_rwlock_rdlock(&s->ns_lock); /* OBJ-5 */
 	if (!e)
 		e = cn_ec_stat_vol(set, bucket, NULL);
 	if (!e)
@@ -398,8 +398,8 @@ cn_err cn_obj_upload_part(cn_obj_store *s, const char *bucket, const char *key, 
 
 	pthread_rwlock_rdlock(&s->ns_lock);
 	pthread_mutex_t *ul = upload_lock(s, bucket, upload_id);
-	pthread_mutex_lock(ul); /* M1 */
-	e = cn_ec_upload_take(w, bucket, upload_id, m.data_id, &m); /* M2: file first */
+	pthread_mutex_lock(ul); /* MPU-1 */
+	e = cn_ec_upload_take(w, bucket, upload_id, m.data_id, &m); /* MPU-2: file first */
 	if (!e)
 		e = cn_ec_upload_put_meta(set, bucket, upload_id, recname, false, &m);
 	pthread_mutex_unlock(ul);
@@ -498,7 +498,7 @@ cn_err cn_obj_upload_list_parts(cn_obj_store *s, const char *bucket, const char 
 		cn_obj_info_init(&v[k]);
 		e = read_part(set, bucket, upload_id, num, &v[k], NULL);
 		if (e == CN_ERR_NOT_FOUND) {
-			/* a part on a few drives only (a failed upload of it: E8), or the upload
+			/* a part on a few drives only (a failed upload of it: EC-8), or the upload
 			 * ended meanwhile */
 			cn_obj_info_fini(&v[k]);
 			if ((e = read_upload(s, set, bucket, key, upload_id, NULL)))
@@ -555,7 +555,7 @@ cn_err cn_obj_upload_complete(cn_obj_store *s, const char *bucket, const char *k
 		goto out;
 	}
 	pthread_rwlock_rdlock(&s->ns_lock);
-	pthread_mutex_lock(ul); /* M1 */
+	pthread_mutex_lock(ul); /* MPU-1 */
 	locked = true;
 	if ((e = read_upload(s, set, bucket, key, upload_id, &up)))
 		goto out;
@@ -624,20 +624,20 @@ cn_err cn_obj_upload_complete(cn_obj_store *s, const char *bucket, const char *k
 		goto out;
 	cn_obj__vcommit vc;
 	if (kl != ul)
-		pthread_mutex_lock(kl); /* C2 */
+		pthread_mutex_lock(kl); /* OBJ-2 */
 	e = cn_obj__vprep(s, set, bucket, key, v, &m, &vc);
 	if (!e)
-		e = cn_ec_upload_commit(set, bucket, upload_id, srcs, nlist, key, &m); /* M3 */
+		e = cn_ec_upload_commit(set, bucket, upload_id, srcs, nlist, key, &m); /* MPU-3 */
 	if (!e)
 		cn_obj__vpost(s, bucket, key, &vc);
 	if (kl != ul)
 		pthread_mutex_unlock(kl);
 	if (!e)
-		e = cn_obj__barrier_set(s, set); /* C3 */
-	cn_obj__vfinish(s, bucket, key, &vc, m.data_id, !e); /* C4 */
+		e = cn_obj__barrier_set(s, set); /* OBJ-3 */
+	cn_obj__vfinish(s, bucket, key, &vc, m.data_id, !e); /* OBJ-4 */
 	if (e)
 		goto out;
-	cn_ec_upload_remove(set, bucket, upload_id); /* M3: after the object is durable */
+	cn_ec_upload_remove(set, bucket, upload_id); /* MPU-3: after the object is durable */
 	if (out) {
 		cn_obj_info_fini(out);
 		snprintf(out->etag, sizeof out->etag, "%s", m.etag);
@@ -687,7 +687,7 @@ cn_err cn_obj_upload_abort(cn_obj_store *s, const char *bucket, const char *key,
 	cn_ec_set *set = upload_set(s, bucket, key, upload_id);
 	pthread_rwlock_rdlock(&s->ns_lock);
 	pthread_mutex_t *ul = upload_lock(s, bucket, upload_id);
-	pthread_mutex_lock(ul); /* M1 */
+	pthread_mutex_lock(ul); /* MPU-1 */
 	e = read_upload(s, set, bucket, key, upload_id, NULL);
 	if (!e)
 		e = cn_ec_upload_remove(set, bucket, upload_id);

@@ -1,23 +1,23 @@
 /* object.c: single objects — put (the body streams through MD5 into one bounded
  * per-thread buffer, or straight into the erasure writer's blocks, then commits), stat,
- * open and read (through a reader that pins its key, C6), and delete; and the object-info
+ * open and read (through a reader that pins its key, OBJ-6), and delete; and the object-info
  * helpers that multipart.c and versions.c share. Commits go through the key's erasure set
  * (place.c) and are made durable by its group-commit barrier before any success returns
  * (object.h contract 1).
  *
  * Commit order (numbered invariants, cited below and by the other files of the module;
- * C6 and C7 are in commit.c):
- *  C1. Data is written under the drive's tmp area; nothing is visible before rename_data.
- *  C2. Commits of one key are serialized by a striped mutex keyed by hash(bucket/key).
+ * OBJ-6 and OBJ-7 are in commit.c):
+ *  OBJ-1. Data is written under the drive's tmp area; nothing is visible before rename_data.
+ *  OBJ-2. Commits of one key are serialized by a striped mutex keyed by hash(bucket/key).
  *      Rename atomicity alone would keep the RECORD whole, but the previous version's data
  *      folder must be known exactly (read under the lock) so that the loser of a race never
  *      deletes the winner's data; with the lock each commit reads the record it replaces.
  *      Puts of one key thus leave one whole winner (the last commit).
- *  C3. The barrier (cn_ec_sync) runs after the renames and before CN_OK; the lock is not
+ *  OBJ-3. The barrier (cn_ec_sync) runs after the renames and before CN_OK; the lock is not
  *      held across it, so concurrent commits share one flush (group commit).
- *  C4. The replaced data folder is removed only after the barrier: a crash before the new
+ *  OBJ-4. The replaced data folder is removed only after the barrier: a crash before the new
  *      record is durable then still finds the old record's data.
- *  C5. Bucket deletion takes the namespace lock exclusively; commits take it shared, so a
+ *  OBJ-5. Bucket deletion takes the namespace lock exclusively; commits take it shared, so a
  *      put never lands in a bucket folder that is being removed. */
 #include "object/object_int.h"
 
@@ -34,7 +34,7 @@ struct cn_obj_reader {
 	cn_ec_reader *r;   /* NULL until attached */
 	int64_t size;
 	int64_t pos, end;  /* the stream's position and end */
-	cn_obj__pin pin;   /* C6, while pinned */
+	cn_obj__pin pin;   /* OBJ-6, while pinned */
 	bool pinned;
 };
 
@@ -238,7 +238,7 @@ static cn_err put_meta(cn_ec_meta *m, const cn_put_opts *opts, const cn_kv *add,
 }
 
 /* Commits m (its inline data, or w's) as the new version of bucket/key under the bucket's
- * versioning state (C5, C2), makes it durable (C3), then lets what it replaced go (C4). */
+ * versioning state (OBJ-5, OBJ-2), makes it durable (OBJ-3), then lets what it replaced go (OBJ-4). */
 static cn_err put_commit(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
                          cn_ec_writer *w, cn_ec_meta *m)
 {
@@ -247,9 +247,9 @@ static cn_err put_commit(cn_obj_store *s, cn_ec_set *set, const char *bucket, co
 	if (e)
 		return e;
 	cn_obj__vcommit vc;
-	pthread_rwlock_rdlock(&s->ns_lock); /* C5 */
+	pthread_rwlock_rdlock(&s->ns_lock); /* OBJ-5 */
 	pthread_mutex_t *kl = cn_obj__key_lock(s, bucket, key);
-	pthread_mutex_lock(kl); /* C2 */
+	pthread_mutex_lock(kl); /* OBJ-2 */
 	e = cn_obj__vprep(s, set, bucket, key, v, m, &vc);
 	if (!e && m->has_inline)
 		e = cn_ec_commit_inline(set, bucket, key, m);
@@ -260,8 +260,8 @@ static cn_err put_commit(cn_obj_store *s, cn_ec_set *set, const char *bucket, co
 	pthread_mutex_unlock(kl);
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
-		e = cn_obj__barrier_set(s, set); /* C3 */
-	cn_obj__vfinish(s, bucket, key, &vc, m->data_id, !e); /* C4 */
+		e = cn_obj__barrier_set(s, set); /* OBJ-3 */
+	cn_obj__vfinish(s, bucket, key, &vc, m->data_id, !e); /* OBJ-4 */
 	return e;
 }
 
@@ -516,7 +516,7 @@ void cn_obj_reader_close(cn_obj_reader *r)
 		cn_obj__heal_enqueue(r->s, r->r);
 	cn_ec_reader_close(r->r);
 	if (r->pinned)
-		cn_obj__unpin(r->s, &r->pin); /* after its files are closed; may run removals (C6) */
+		cn_obj__unpin(r->s, &r->pin); /* after its files are closed; may run removals (OBJ-6) */
 	free(r);
 }
 
@@ -545,7 +545,7 @@ cn_err cn_obj_delete(cn_obj_store *s, const char *bucket, const char *key)
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
 		e = cn_obj__barrier_set(s, set);
-	if (!e) /* C4: data and empty parents only after the record's removal is durable */
+	if (!e) /* OBJ-4: data and empty parents only after the record's removal is durable */
 		cn_obj__drop_data(s, set, bucket, key, old.data_id);
 	cn_ec_meta_fini(&old);
 	return e;

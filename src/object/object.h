@@ -6,12 +6,12 @@
  * drives only through the drive API, src/drive/drive.h).
  *
  * Contract (DESIGN.md §4):
- *  1. A successful cn_obj_put has made data, metadata and directory entries durable on
+ *  STORE-1. A successful cn_obj_put has made data, metadata and directory entries durable on
  *     write-quorum drives before it returns.
- *  2. Readers see the old object or the new one, never a mix; concurrent puts of one key
+ *  STORE-2. Readers see the old object or the new one, never a mix; concurrent puts of one key
  *     leave one whole winner.
- *  3. A crash leaves only tmp garbage, removed by cn_obj_store_open.
- *  4. Memory per request is bounded (a few I/O buffers), whatever the object size.
+ *  STORE-3. A crash leaves only tmp garbage, removed by cn_obj_store_open.
+ *  STORE-4. Memory per request is bounded (a few I/O buffers), whatever the object size.
  * Thread rules: every function may block on disk; all are safe to call concurrently from
  * worker threads. Errors are cn_err (util.h); the s3 layer maps them. */
 #ifndef CN_OBJECT_H
@@ -34,7 +34,7 @@ typedef struct cn_obj_config {
 	                              the time the object took, at most this (0: 1 s, as
 	                              MinIO's heal max_sleep; < 0: no pause, full speed) */
 	int64_t drive_max_timeout_ms; /* a drive call running longer takes the drive offline
-	                                 (drive.h health W1, W6; 0: 30 s, as MinIO's
+	                                 (drive.h health HEALTH-1, HEALTH-6; 0: 30 s, as MinIO's
 	                                 MINIO_DRIVE_MAX_TIMEOUT) */
 } cn_obj_config;
 
@@ -405,9 +405,9 @@ typedef struct cn_obj_heal_totals {
 	uint64_t orphans;        /* data folders no record references, removed (dry run: found;
 	                            cn_ec_orphan_data: what crashes leave, FORMAT.md §2) */
 	uint64_t dangling;       /* versions no read can return (on too few drives: deleted
-	                            while those were away), removed (dry run: found; E10) */
+	                            while those were away), removed (dry run: found; EC-10) */
 	uint64_t dangling_buckets; /* bucket folders on too few drives to be a bucket (deleted
-	                              while those were away), removed (dry run: found; E11) */
+	                              while those were away), removed (dry run: found; EC-11) */
 } cn_obj_heal_totals;
 /* Progress: called at least every ~500 ms and at the end (last = true), with the running
  * totals and the object being looked at; returning false stops the heal (CN_ERR_ABORTED). */

@@ -4,7 +4,7 @@
  * (bucket and key rules), bucket.c (buckets and bucket-wide system files), commit.c (key
  * locks, previous records, readers' pins), object.c (put, get, delete), list.c (listing),
  * multipart.c (uploads, metadata updates, bucket configuration), versions.c and heal.c.
- * The commit invariants C1-C5 (object.c) and C6-C7 (commit.c) hold for all of them. */
+ * The commit invariants OBJ-1..OBJ-5 (object.c) and OBJ-6..OBJ-7 (commit.c) hold for all of them. */
 #ifndef CN_OBJECT_INT_H
 #define CN_OBJECT_INT_H
 
@@ -18,7 +18,7 @@
 #define OBJ_PIN_STRIPES 64
 #define OBJ_MAX_POOLS 64
 
-/* --- open readers and removed data (commit.c, C6) ---------------------------------------
+/* --- open readers and removed data (commit.c, OBJ-6) ---------------------------------------
  * A version's data folder (shard files are opened lazily, part by part) is removed after an
  * overwrite, a delete or a version delete only once no reader that may still read it is
  * open. A reader pins its key before it reads the record and unpins when it closes;
@@ -56,10 +56,10 @@ struct cn_obj_store {
 	bool ready;
 	char deployment[33];
 	unsigned char dep_key[16];                 /* the deployment id's bytes: the routing key */
-	pthread_rwlock_t ns_lock;                  /* C5 */
-	pthread_mutex_t key_locks[OBJ_KEY_LOCKS];  /* C2 (also one upload's changes) */
-	struct cn_obj__prevk *prevk[OBJ_KEY_LOCKS]; /* C7: previous records kept, newest first */
-	cn_obj__pins pins[OBJ_PIN_STRIPES];        /* C6: open readers by key hash */
+	pthread_rwlock_t ns_lock;                  /* OBJ-5 */
+	pthread_mutex_t key_locks[OBJ_KEY_LOCKS];  /* OBJ-2 (also one upload's changes) */
+	struct cn_obj__prevk *prevk[OBJ_KEY_LOCKS]; /* OBJ-7: previous records kept, newest first */
+	cn_obj__pins pins[OBJ_PIN_STRIPES];        /* OBJ-6: open readers by key hash */
 	/* versioning state per bucket (versions.c): a direct-mapped cache of the
 	 * "versioning" bucket document; vs_gen counts changes (insert only if unchanged) */
 	pthread_mutex_t vs_mu;
@@ -98,7 +98,7 @@ cn_ec_set *cn_obj__key_set(cn_obj_store *s, const char *bucket, const char *key)
  * chosen at random weighted by the free space of the key's set in each pool (MinIO).
  * Errors: a pool that cannot tell whether it holds the key (CN_ERR_QUORUM ...). */
 cn_err cn_obj__put_set(cn_obj_store *s, const char *bucket, const char *key, cn_ec_set **out);
-/* The barrier of one set (C3); CN_OK at once when not durable. */
+/* The barrier of one set (OBJ-3); CN_OK at once when not durable. */
 static inline cn_err cn_obj__barrier_set(cn_obj_store *s, cn_ec_set *set)
 {
 	return s->cfg.durable ? cn_ec_sync(set) : CN_OK;
@@ -125,7 +125,7 @@ static inline uint64_t cn_obj__key_hash(const char *bucket, const char *key)
 		h = (h ^ (unsigned char)*p) * 1099511628211ull;
 	return h;
 }
-/* The striped lock of bucket/key (C2). */
+/* The striped lock of bucket/key (OBJ-2). */
 static inline pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *bucket,
                                                 const char *key)
 {
@@ -135,23 +135,23 @@ static inline pthread_mutex_t *cn_obj__key_lock(cn_obj_store *s, const char *buc
  * destroyed at close. */
 void cn_obj__key_locks_init(cn_obj_store *s);
 void cn_obj__key_locks_fini(cn_obj_store *s);
-/* quorum.c E13 (cn_ec_set_split_wait, ctx: the store): waits, at most 100 ms, for a commit of
+/* quorum.c EC-13 (cn_ec_set_split_wait, ctx: the store): waits, at most 100 ms, for a commit of
  * vol/key in progress; false when it timed out. */
 bool cn_obj__split_wait(void *ctx, const char *vol, const char *key);
-/* Bucket heal (erasure.h E9): every bucket a set lists (at least K of its drives hold
+/* Bucket heal (erasure.h EC-9): every bucket a set lists (at least K of its drives hold
  * it) is made on the set's drives that lack it — a drive that was offline when the
  * bucket was made, so that writes and heal reach it. At start, when a drive comes back
- * (drive monitor) and before each heal run; callers hold ns_lock exclusively (C5) or run
+ * (drive monitor) and before each heal run; callers hold ns_lock exclusively (OBJ-5) or run
  * before requests are served. */
 void cn_obj__heal_buckets(cn_obj_store *s);
-/* E11 (vols.c) for the whole store, under the namespace write lock: bucket folders that no
+/* EC-11 (vols.c) for the whole store, under the namespace write lock: bucket folders that no
  * set holds on enough drives to be a bucket (deleted while those drives were away) are
  * removed with what they hold (dry_run: only counted). Nothing when any set cannot list
  * its buckets (no whole view). Returns how many folders (bucket x set) were found. */
 size_t cn_obj__purge_dangling_buckets(cn_obj_store *s, bool dry_run);
 /* Bucket name and key rules: CN_ERR_NO_BUCKET, CN_ERR_BAD_KEY, CN_ERR_KEY_TOO_LONG. */
 cn_err cn_obj__check_names(const char *bucket, const char *key);
-/* The durability barrier of every set (C3); CN_OK at once when not durable. Commits of one
+/* The durability barrier of every set (OBJ-3); CN_OK at once when not durable. Commits of one
  * key use cn_obj__barrier_set of its set. */
 cn_err cn_obj__barrier(cn_obj_store *s);
 /* Deep copy of n pairs (*out NULL when n == 0). */
@@ -171,7 +171,7 @@ cn_err cn_obj__recv(cn_obj_store *s, cn_ec_set *set, const char *bucket, const c
                     bool allow_inline, unsigned char *buf, cn_ec_writer **w, int64_t *total,
                     unsigned char md5[16], bool *inline_data);
 
-/* object.c: a new object reader of bucket/key with the key pinned (C6): the caller then
+/* object.c: a new object reader of bucket/key with the key pinned (OBJ-6): the caller then
  * opens the version's erasure reader and attaches it. cn_obj_reader_close releases it,
  * attached or not. CN_ERR_NOMEM only. */
 cn_err cn_obj__reader_new(cn_obj_store *s, const char *bucket, const char *key,
@@ -179,11 +179,11 @@ cn_err cn_obj__reader_new(cn_obj_store *s, const char *bucket, const char *key,
 /* Attaches er, open on version m (already checked), to r; fills info (may be NULL) from m
  * (moves m's meta). A version without a data folder (inline) unpins the key at once. */
 void cn_obj__reader_attach(cn_obj_reader *r, cn_ec_reader *er, cn_ec_meta *m, cn_obj_info *info);
-/* C6: pins bucket/key for a reader (p is linked into the store until cn_obj__unpin, which
+/* OBJ-6: pins bucket/key for a reader (p is linked into the store until cn_obj__unpin, which
  * runs the removals p was the last reader for). */
 void cn_obj__pin_key(cn_obj_store *s, const char *bucket, const char *key, cn_obj__pin *p);
 void cn_obj__unpin(cn_obj_store *s, cn_obj__pin *p);
-/* C6: cn_ec_delete_data(set, bucket, key, data_id) now, or when the readers of the key
+/* OBJ-6: cn_ec_delete_data(set, bucket, key, data_id) now, or when the readers of the key
  * that pinned before this call have closed (data_id NULL: at once; it only removes empty
  * folders). */
 void cn_obj__drop_data(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
@@ -231,7 +231,7 @@ void cn_obj__monitor_start(cn_obj_store *s);
 void cn_obj__monitor_stop(cn_obj_store *s);
 /* bucket.c: the buckets onto the drives formatted into an existing deployment (is_new[at]):
  * their folders on every set and their system files copied from another drive. Callers
- * hold ns_lock exclusively (C5) or run before requests are served. */
+ * hold ns_lock exclusively (OBJ-5) or run before requests are served. */
 void cn_obj__restore_buckets(cn_obj_store *s, const bool *is_new);
 
 /* heal.c: the background healer (queue + scanner threads), started and stopped with the
@@ -247,7 +247,7 @@ void cn_obj__heal_scan_now(cn_obj_store *s);
  * healer was told to stop (cn_obj_store_close). Both 0/false without a healer. */
 void cn_obj__heal_queue_state(cn_obj_store *s, size_t *waiting, bool *stopping);
 
-/* C7 (commit.c): a commit's previous records, from cn_obj__prev_keep to cn_obj__prev_drop:
+/* OBJ-7 (commit.c): a commit's previous records, from cn_obj__prev_keep to cn_obj__prev_drop:
  * the caller's storage, on its key lock's list meanwhile. */
 typedef struct cn_obj__prevk {
 	struct cn_obj__prevk *next;
@@ -280,7 +280,7 @@ bool cn_obj__prev_pending(cn_obj_store *s, const char *bucket, const char *key);
 
 /* versions.c: committing a new current version under the bucket's versioning state.
  * Under the key's lock: vprep (reads the current version, picks the new version id into
- * m->version_id, raises m->mtime_ms above the current version's (V5), keeps the current
+ * m->version_id, raises m->mtime_ms above the current version's (VER-5), keeps the current
  * one as noncurrent when it must survive, notes what a replaced version leaves to
  * remove), then the caller's commit, then vpost (only after a
  * successful commit). After the barrier, vfinish removes the replaced data (only when
@@ -291,7 +291,7 @@ typedef struct cn_obj__vcommit {
 	cn_ec_meta old;   /* the version that was current (skip_inline), when old_ok */
 	bool old_ok;
 	bool drop_null;   /* suspended: the noncurrent "null" version goes after the commit */
-	cn_obj__prevk pk; /* C7: the replaced record kept as the previous one */
+	cn_obj__prevk pk; /* OBJ-7: the replaced record kept as the previous one */
 	int ndrop;
 	char drop[2][CN_DRIVE_ID_MAX + 1];
 } cn_obj__vcommit;

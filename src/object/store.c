@@ -1,9 +1,9 @@
 /* store.c: the store's life. Open checks the topology, opens every drive (behind the
- * health wrapper when its set has several drives: drive.h W1, W6), makes the erasure sets
+ * health wrapper when its set has several drives: drive.h HEALTH-1, HEALTH-6), makes the erasure sets
  * and sizes their record caches, formats the drives (format.c), makes the buckets whole
- * (E9), then starts the background tasks: the stale-upload janitor (multipart.c), the
+ * (EC-9), then starts the background tasks: the stale-upload janitor (multipart.c), the
  * healer (heal.c) and the drive monitor (monitor.c); close stops them in reverse order
- * before the sets go. Also the durability barrier of every set (C3). */
+ * before the sets go. Also the durability barrier of every set (OBJ-3). */
 #include "object/object_int.h"
 
 #include <errno.h>
@@ -222,7 +222,7 @@ cn_err cn_obj_store_open_topology(const cn_obj_topology *t, const cn_obj_config 
 		cn_obj_store_close(s);
 		return e;
 	}
-	cn_obj__heal_buckets(s); /* drives that were offline when buckets were made (E9) */
+	cn_obj__heal_buckets(s); /* drives that were offline when buckets were made (EC-9) */
 	s->ready = true;
 	cn_obj__janitor_start(s);
 	cn_obj__heal_start(s);

@@ -4,19 +4,19 @@
  * Layout of one key: the current (latest) version's record is the key's record, as for an
  * unversioned bucket, so GET/HEAD/LIST of the latest cost what they always did; older
  * versions are records named by their version id beside it, each with its own data folder.
- * Invariants (with C1-C5 of object.c, under the key's lock):
- *  V1. A write that must keep the current version first makes it noncurrent
+ * Invariants (with OBJ-1..OBJ-5 of object.c, under the key's lock):
+ *  VER-1. A write that must keep the current version first makes it noncurrent
  *      (cn_ec_version_keep: a hard link, so the current record stays valid) and only then
  *      commits the new current record. A crash between leaves a noncurrent copy of the
  *      current version: readers treat a noncurrent record whose id equals the current's as
  *      the current one (skipped in listings, removed when that version is deleted).
- *  V2. Removing the current version promotes the newest noncurrent one by a rename over
+ *  VER-2. Removing the current version promotes the newest noncurrent one by a rename over
  *      the current record (atomic), or removes the record when none is left.
- *  V3. Data folders of versions that are replaced ("null" in a suspended bucket, or any
- *      version in an unversioned one) or deleted are removed only after the barrier (C4).
- *  V4. Version ids are 12 hex digits of the ms clock, 4 of a per-process sequence and 16
+ *  VER-3. Data folders of versions that are replaced ("null" in a suspended bucket, or any
+ *      version in an unversioned one) or deleted are removed only after the barrier (OBJ-4).
+ *  VER-4. Version ids are 12 hex digits of the ms clock, 4 of a per-process sequence and 16
  *      random: newer versions of one key sort after older ones, ties broken by the id.
- *  V5. A key's new current record is strictly newer than the one it replaces (mtime at
+ *  VER-5. A key's new current record is strictly newer than the one it replaces (mtime at
  *      least the old one's + 1 ms, cn_obj__vprep, under the key's lock): versions are
  *      ordered by mtime, and within one ms the id alone could not place the null version
  *      (a PUT right after versioning was enabled listed the null version as the newer). */
@@ -131,7 +131,7 @@ static void new_version_id(char out[CN_EC_VERSION_ID_MAX + 1])
 	cn_drive_random_id(rnd);
 	uint32_t q = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
 	snprintf(out, CN_EC_VERSION_ID_MAX + 1, "%012llx%04x%.16s",
-	         (unsigned long long)cn_now_ms() & 0xffffffffffffull, q & 0xffffu, rnd); /* V4 */
+	         (unsigned long long)cn_now_ms() & 0xffffffffffffull, q & 0xffffu, rnd); /* VER-4 */
 }
 
 /* The id a record answers to: "" (never-versioned) is the null version. */
@@ -161,9 +161,9 @@ cn_err cn_obj__vprep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const 
 		       "folder, if any, stays", bucket, key, cn_err_str(oe));
 	vc->old_ok = oe == CN_OK;
 	if (vc->old_ok && m->mtime_ms <= vc->old.mtime_ms)
-		m->mtime_ms = vc->old.mtime_ms + 1; /* V5 */
+		m->mtime_ms = vc->old.mtime_ms + 1; /* VER-5 */
 	if (vc->old_ok) {
-		cn_err pe = cn_obj__prev_keep(s, set, bucket, key, &vc->old, &vc->pk); /* C7 */
+		cn_err pe = cn_obj__prev_keep(s, set, bucket, key, &vc->old, &vc->pk); /* OBJ-7 */
 		if (pe)
 			return pe;
 	}
@@ -175,7 +175,7 @@ cn_err cn_obj__vprep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const 
 		return CN_OK;
 	case CN_VERSIONING_ENABLED:
 		new_version_id(m->version_id);
-		return vc->old_ok ? cn_ec_version_keep(set, bucket, key, rec_vid(&vc->old)) : CN_OK; /* V1 */
+		return vc->old_ok ? cn_ec_version_keep(set, bucket, key, rec_vid(&vc->old)) : CN_OK; /* VER-1 */
 	case CN_VERSIONING_SUSPENDED: {
 		snprintf(m->version_id, sizeof m->version_id, "null");
 		cn_err e = CN_OK;
@@ -206,10 +206,10 @@ void cn_obj__vpost(cn_obj_store *s, const char *bucket, const char *key, cn_obj_
 void cn_obj__vfinish(cn_obj_store *s, const char *bucket, const char *key, cn_obj__vcommit *vc,
                      const char *new_data_id, bool committed)
 {
-	cn_obj__prev_drop(s, vc->set, bucket, key, &vc->pk, committed, NULL); /* C7 */
+	cn_obj__prev_drop(s, vc->set, bucket, key, &vc->pk, committed, NULL); /* OBJ-7 */
 	for (int i = 0; committed && i < vc->ndrop; i++)
 		if (!new_data_id || strcmp(vc->drop[i], new_data_id))
-			cn_obj__drop_data(s, vc->set, bucket, key, vc->drop[i]); /* V3, C6 */
+			cn_obj__drop_data(s, vc->set, bucket, key, vc->drop[i]); /* VER-3, OBJ-6 */
 	cn_ec_meta_fini(&vc->old);
 }
 
@@ -427,13 +427,13 @@ cn_err cn_obj_delete_version(cn_obj_store *s, const char *bucket, const char *ke
 	if (e == CN_ERR_NO_KEY || e == CN_ERR_CORRUPT)
 		e = CN_OK; /* no (readable) current version: look among the noncurrent ones */
 	else if (!e && !strcmp(rec_vid(&cur), vid)) {
-		/* the latest: V1's stale copy goes, then V2 */
+		/* the latest: VER-1's stale copy goes, then VER-2 */
 		char next[CN_EC_VERSION_ID_MAX + 1];
 		cn_ec_version_delete(set, bucket, key, vid);
 		e = newest_noncurrent(set, bucket, key, vid, next);
-		/* C7: the promotion replaces the current record drive by drive: the deleted
+		/* OBJ-7: the promotion replaces the current record drive by drive: the deleted
 		 * version stays as the previous record, and the promoted one's noncurrent copy,
-		 * until the change is durable (quorum.c E15) */
+		 * until the change is durable (quorum.c EC-15) */
 		if (!e && next[0])
 			e = cn_obj__prev_keep(s, set, bucket, key, &cur, &pk);
 		if (!e && next[0] && !(e = cn_ec_version_promote(set, bucket, key, next)))
@@ -453,7 +453,7 @@ cn_err cn_obj_delete_version(cn_obj_store *s, const char *bucket, const char *ke
 		if (!e)
 			e = cn_ec_version_delete(set, bucket, key, vid);
 		if (!e) {
-			/* a stale V1 copy of the current version shares its data folder */
+			/* a stale VER-1 copy of the current version shares its data folder */
 			if (strcmp(ver.data_id, cur.data_id))
 				snprintf(drop, sizeof drop, "%s", ver.data_id);
 			dm = ver.delete_marker;
@@ -464,8 +464,8 @@ unlock:
 	pthread_rwlock_unlock(&s->ns_lock);
 	if (!e)
 		e = cn_obj__barrier_set(s, set);
-	cn_obj__prev_drop(s, set, bucket, key, &pk, !e, promoted[0] ? promoted : NULL); /* C7 */
-	if (!e) /* V3, C6; also removes the key's folders once empty */
+	cn_obj__prev_drop(s, set, bucket, key, &pk, !e, promoted[0] ? promoted : NULL); /* OBJ-7 */
+	if (!e) /* VER-3, OBJ-6; also removes the key's folders once empty */
 		cn_obj__drop_data(s, set, bucket, key, drop);
 	if (!e && out) {
 		snprintf(out->version_id, sizeof out->version_id, "%s", vid);
@@ -579,7 +579,7 @@ static cn_err push_key_versions(vlist_ctx *c, const char *key, const cn_ec_meta 
 		entry_from(&all[n++], cur, true);
 	for (size_t i = 0; i < nv; i++) {
 		if (cur && !strcmp(vids[i], rec_vid(cur)))
-			continue; /* V1's stale copy of the current version */
+			continue; /* VER-1's stale copy of the current version */
 		cn_ec_meta m;
 		cn_ec_meta_init(&m);
 		if (cn_ec_version_read(c->set, c->bucket, key, vids[i], true, &m) == CN_OK)

@@ -5,13 +5,13 @@
  * OpenSSL for SHA-256/HMAC, CRYPTO_memcmp for every signature comparison.
  *
  * Invariants:
- *  1. Every input-driven size is bounded: <= 256 query parameters, canonical request <= 16 KiB,
+ *  AUTH-1. Every input-driven size is bounded: <= 256 query parameters, canonical request <= 16 KiB,
  *     access key <= 128 bytes, region <= 63 bytes, signed-header names <= 128 bytes.
- *  2. The query string is decoded the way MinIO (Go's url.ParseQuery) decodes it: '+' is a
+ *  AUTH-2. The query string is decoded the way MinIO (Go's url.ParseQuery) decodes it: '+' is a
  *     space, %XX an escape. boto3/aws-cli send spaces as %20 and '+' as %2B, so both readings
  *     agree for them; s3cmd-style literal '+' in values then means space, as on MinIO.
- *  3. The path is decoded once with '+' kept literal, then re-encoded (auth.h).
- *  4. No signature is compared before the scope, date and payload-hash checks passed, and each
+ *  AUTH-3. The path is decoded once with '+' kept literal, then re-encoded (auth.h).
+ *  AUTH-4. No signature is compared before the scope, date and payload-hash checks passed, and each
  *     comparison is constant time over the full 32 (V4) or 20 (V2) bytes. */
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include "s3/auth.h"
@@ -144,7 +144,7 @@ static void qset_fini(qset *qs)
 	qs->n = 0;
 }
 
-/* Splits on '&', decodes names and values (invariant 2). Empty segments are skipped. */
+/* Splits on '&', decodes names and values (AUTH-2). Empty segments are skipped. */
 static cn_err qset_parse(cn_str q, qset *qs)
 {
 	qs->n = 0;
@@ -573,7 +573,7 @@ static bool payload_mode(cn_str v, cn_payload_mode *m)
 	return true;
 }
 
-/* Rule A1: a V4 request does only what was signed. Every x-amz-* header it carries must be
+/* Rule AUTH-5: a V4 request does only what was signed. Every x-amz-* header it carries must be
  * among its SignedHeaders, as AWS requires ("There were headers present in the request
  * which were not signed"): otherwise the holder of a presigned upload URL could add
  * x-amz-copy-source and copy any object the signer can read into its slot, or store
@@ -977,7 +977,7 @@ static cn_auth_err v2_verify(const cn_auth_config *cfg, const cn_http_req *req, 
 		out->detail = "malformed signature";
 		return CN_AUTH_MALFORMED;
 	}
-	/* A '+' sent unescaped in a query decodes as space (invariant 2); put it back. */
+	/* A '+' sent unescaped in a query decodes as space (AUTH-2); put it back. */
 	for (size_t i = 0; i < sig_b64.len; i++)
 		fixed[i] = sig_b64.p[i] == ' ' ? '+' : sig_b64.p[i];
 	if (cn_base64_decode((cn_str){ fixed, sig_b64.len }, given, sizeof given, &glen) || glen != 20) {

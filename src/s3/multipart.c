@@ -6,12 +6,12 @@
  * headers, the same Content-MD5 / x-amz-checksum-* verification (header or aws-chunked
  * trailer) through the seal callback, so a part becomes visible only after its digests
  * matched. Checksums (AWS "additional checksums"):
- *  1. An upload created with x-amz-checksum-algorithm A keeps A and its type (COMPOSITE, or
+ *  S3MPU-1. An upload created with x-amz-checksum-algorithm A keeps A and its type (COMPOSITE, or
  *     FULL_OBJECT; CRC64NVME is FULL_OBJECT only, SHA1/SHA256 COMPOSITE only) in its
  *     create-time metadata ("x-amz-checksum-algorithm", "x-amz-checksum-type").
- *  2. Every part of such an upload stores its A checksum: verified when the client sent
+ *  S3MPU-2. Every part of such an upload stores its A checksum: verified when the client sent
  *     one, computed otherwise; a part sent with another algorithm is refused.
- *  3. At completion each checksum named in the XML must equal the stored one (else
+ *  S3MPU-3. At completion each checksum named in the XML must equal the stored one (else
  *     InvalidPart); the object's checksum is COMPOSITE base64(A(raw part checksums))+"-N",
  *     or FULL_OBJECT the CRC of the whole object, combined from the part CRCs and sizes
  *     (crc_combine: GF(2) polynomial arithmetic, as zlib's crc32_combine).
@@ -81,7 +81,7 @@ static bool refuse_sse(cn_s3_req *r)
 	return false;
 }
 
-/* The upload's checksum algorithm and type (invariant 1). */
+/* The upload's checksum algorithm and type (S3MPU-1). */
 static cn_cksum_algo upload_algo(const cn_upload_info *u, bool *full_object)
 {
 	const char *a = kv_get(u->meta, u->nmeta, "x-amz-checksum-algorithm");
@@ -495,7 +495,7 @@ void cn_s3_upload_part(cn_s3_req *r)
 	    !cn_s3_setup_checksum(r, &c))
 		goto done;
 	if (algo != CN_CKSUM_NONE) {
-		/* Invariant 2. */
+		/* S3MPU-2. */
 		if (c.ck.algo == CN_CKSUM_NONE) {
 			if (cn_cksum_init(&c.ck, algo) != CN_OK) {
 				cn_s3_error(r, CN_S3_InternalError, NULL);

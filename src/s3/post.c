@@ -494,7 +494,7 @@ void cn_s3_post_object(cn_s3_req *r)
 	}
 	/* The fields before the file are read before any signature can be checked: only from
 	 * what the loop gathered before a worker took the request (cn_s3_preread), never
-	 * waiting on the client, which is not authenticated yet (net.h invariant 8). Fields
+	 * waiting on the client, which is not authenticated yet (loop.c NET-8). Fields
 	 * that run past those bytes are too long. The file is read after the check. */
 	cn_http_body_nowait(r->x, true);
 	cn_err e = cn_form_open(&f, r->body, boundary, MAX_PRE_DATA);

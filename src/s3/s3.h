@@ -24,7 +24,7 @@ void cn_s3_free(cn_s3_server *s);
  * thread; may block. Never fails: every problem becomes an S3 error response (or, if the
  * head was already sent, a closed connection). */
 void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x);
-/* The loop's pre-read (http.h cn_http_preread_fn, net.h invariant 8): a request that
+/* The loop's pre-read (http.h cn_http_preread_fn, loop.c NET-8): a request that
  * carries no credentials (no Authorization header, no signature in its query) gets its
  * body gathered by the loop, up to CN_HTTP_PREREAD_MAX, before a worker takes it; so
  * neither its answer (403, a health check) nor a browser form's fields before the file

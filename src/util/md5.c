@@ -5,19 +5,19 @@
  * 8 lanes of AVX2 hash 8 streams at ~3 GB/s together.
  *
  * The engine (flat combining):
- *  M1. A caller with a run of whole blocks (at least CN_MD5_ENGINE_MIN bytes) queues a job
+ *  MD5-1. A caller with a run of whole blocks (at least CN_MD5_ENGINE_MIN bytes) queues a job
  *      on its stack and, if no thread leads the engine, leads it; otherwise it sleeps on
  *      the job's state word until the state is DONE or LEAD.
- *  M2. Only the leader touches the lanes. Each round it fills free lanes from the queue
+ *  MD5-2. Only the leader touches the lanes. Each round it fills free lanes from the queue
  *      (under mu), then hashes min(blocks left over the busy lanes, ROUND_BLOCKS) blocks
  *      of every busy lane, with the 8-lane kernel when at least MIN_LANES lanes are busy
  *      (fewer lanes are faster one at a time), outside mu.
- *  M3. A job whose blocks are all hashed leaves its lane: its state words are stored
+ *  MD5-3. A job whose blocks are all hashed leaves its lane: its state words are stored
  *      first, then state DONE (release), then its owner is woken. The owner returns and its
  *      stack frame goes; the leader reads nothing of the job after the DONE store.
- *  M4. When the leader's own job is done it leaves: with no busy lane and an empty queue
+ *  MD5-4. When the leader's own job is done it leaves: with no busy lane and an empty queue
  *      (checked under mu) it clears `leading`; otherwise it hands the lead to the owner of a
- *      busy lane (state LEAD), which goes on from M2. So a caller never waits on others'
+ *      busy lane (state LEAD), which goes on from MD5-2. So a caller never waits on others'
  *      work after its own is done, and a queued job always has a leader.
  * A job lives on its owner's stack and the owner does not return before its DONE, so the
  * engine allocates nothing. */
@@ -222,7 +222,7 @@ static void futex_wake(_Atomic uint32_t *w)
 	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-/* M2: one round over the busy lanes, outside mu. Returns the blocks hashed per lane. */
+/* MD5-2: one round over the busy lanes, outside mu. Returns the blocks hashed per lane. */
 static size_t run_round(size_t busy)
 {
 	size_t nb = ROUND_BLOCKS;
@@ -260,7 +260,7 @@ static size_t run_round(size_t busy)
 	return nb;
 }
 
-/* M2-M4: leads the engine until `mine` is done. */
+/* MD5-2..MD5-4: leads the engine until `mine` is done. */
 static void lead(job *mine)
 {
 	bool mine_done = false;
@@ -275,7 +275,7 @@ static void lead(job *mine)
 			}
 			busy += E.lane[l] != NULL;
 		}
-		if (mine_done) { /* M4 */
+		if (mine_done) { /* MD5-4 */
 			if (busy == 0) {
 				E.leading = false;
 			} else {
@@ -305,7 +305,7 @@ static void lead(job *mine)
 			E.lane[l] = NULL;
 			if (j == mine) {
 				mine_done = true;
-			} else { /* M3 */
+			} else { /* MD5-3 */
 				atomic_store_explicit(&j->state, JOB_DONE, memory_order_release);
 				futex_wake(&j->state);
 			}
@@ -313,7 +313,7 @@ static void lead(job *mine)
 	}
 }
 
-/* M1: hashes nblocks whole blocks at p into h through the engine. */
+/* MD5-1: hashes nblocks whole blocks at p into h through the engine. */
 static void blocks_engine(uint32_t h[4], const unsigned char *p, size_t nblocks)
 {
 	job j = { .p = p, .left = nblocks, .h = { h[0], h[1], h[2], h[3] } };

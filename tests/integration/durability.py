@@ -22,8 +22,8 @@ empty folder is in its place (formatted back into its slot and healed in the bac
 while the objects are verified and the next round writes). Rounds do not wait for that heal:
 a key may miss the records of the drive lost this round and of the one lost the round before
 when the kill cuts an overwrite of it short; the version it replaced must still read back
-(the commit keeps it as the previous record until the new one is durable: set.c E15 and
-docs/ARCHITECTURE.md "What a crash during an overwrite can cost"). Before E15 that failed
+(the commit keeps it as the previous record until the new one is durable: EC-15 and
+docs/ARCHITECTURE.md "What a crash during an overwrite can cost"). Before EC-15 that failed
 in 3 of ~20 runs under load (2026-12-04).
 
 Usage: /usr/bin/python3 tests/integration/durability.py [--drives N [--lose-drive]] [--rounds R]
@@ -256,7 +256,7 @@ def main():
                 errors.append(f"round {rnd}: tmp area not emptied at restart: {left[:10]}")
             n_err = len(errors)
             checked, listed = verify(srv, ledger, errors)
-            # versions read through previous records (set.c E15) since the restart
+            # versions read through previous records (EC-15) since the restart
             with open(srv.log_path, "rb") as f:
                 prev_reads = f.read().count(b"no version at quorum among the current records")
             print(f"round {rnd}: killed at {kill_at}s{lost} after {killed_at_acks} acknowledged PUTs "

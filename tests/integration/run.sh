@@ -73,7 +73,7 @@ if want durability; then
 	durability_part durability-8 ", 8 drives erasure-coded" --drives 8
 	durability_part durability-8-lost ", 8 drives, one drive folder lost in each round" --drives 8 --lose-drive
 	# 16 drives EC:4: K = W = 12, so an overwrite cut short after 5-11 renames leaves
-	# neither version on K drives' current records (set.c E15, E16)
+	# neither version on K drives' current records (EC-15, EC-16)
 	durability_part durability-16 ", 16 drives erasure-coded" --drives 16
 fi
 

@@ -455,7 +455,7 @@ def test_listing_after_first_drive_replaced(need_multi_drive, drive_server, root
 
 def test_versions_and_uploads_after_first_drive_replaced(need_multi_drive, drive_server, root):
     """Noncurrent versions and multipart uploads are named by the union of M+1 drives' lists
-    (set.c E8): with the first drive wiped they are still listed, readable and healed back
+    (EC-8): with the first drive wiped they are still listed, readable and healed back
     onto it (one drive's list had hidden them from ListObjectVersions, ListParts and heal)."""
     n, m = 4, 2
     srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
@@ -497,9 +497,9 @@ def test_versions_and_uploads_after_first_drive_replaced(need_multi_drive, drive
 
 def test_buckets_made_or_removed_while_a_drive_was_away(need_multi_drive, drive_server, root):
     """A drive that was away while a bucket was made and another removed comes back: the
-    listing follows the drives' quorum, not that drive (set.c E9), the missing bucket is
+    listing follows the drives' quorum, not that drive (EC-9), the missing bucket is
     made on it at start, so new writes and heal reach it; heal removes the removed
-    bucket's folder, with the object deleted meanwhile, from it (E11)."""
+    bucket's folder, with the object deleted meanwhile, from it (EC-11)."""
     n, m = 4, 2
     srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
     s3 = make_client(srv)
@@ -711,7 +711,7 @@ def test_reappearing_drive_with_another_slots_format_is_suspended(need_multi_dri
 
 def test_heal_removes_data_no_version_references(need_multi_drive, drive_server, root):
     """A data folder no record names (an overwrite whose removal of the replaced data a
-    crash forgot: FORMAT.md §2) is reported by a dry-run heal and removed by a heal (H5);
+    crash forgot: FORMAT.md §2) is reported by a dry-run heal and removed by a heal (HEAL-5);
     every object, and a kept version's data, stay readable."""
     n = 4
     srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
@@ -748,7 +748,7 @@ def test_heal_removes_data_no_version_references(need_multi_drive, drive_server,
 def test_heal_removes_versions_deleted_while_their_drive_was_away(need_multi_drive, drive_server, root):
     """A drive away while objects and a noncurrent version were deleted comes back holding
     them: no read returns them (one drive of 4, read quorum 2), and heal removes those
-    records and their data (E10/H7) on a dry run only counting them; what was kept reads
+    records and their data (EC-10/HEAL-7) on a dry run only counting them; what was kept reads
     back byte-exact, from any two drives."""
     n, m = 4, 2
     srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
@@ -808,7 +808,7 @@ def test_heal_removes_versions_deleted_while_their_drive_was_away(need_multi_dri
 def test_heal_removes_data_of_keys_without_records(need_multi_drive, drive_server, root):
     """Data folders of a key no drive has a record of (a delete that crashed after its
     commit, before removing the data: FORMAT.md §2) are found by heal although no listing
-    shows the key (H6), within the prefix asked; a key whose record is still on enough
+    shows the key (HEAL-6), within the prefix asked; a key whose record is still on enough
     drives keeps its data."""
     n = 4
     srv = drive_server([os.path.join(root, f"d{{1...{n}}}")])
@@ -946,8 +946,8 @@ def test_drive_turned_read_only(need_multi_drive, drive_server, root):
 def test_hung_drive_does_not_stop_the_server(need_multi_drive, drive_server, root):
     """A drive call that hangs (here the open of a record that is a FIFO with no writer:
     the kernel blocks it, as a dying disk or a hung mount would) takes the drive offline
-    after CAIRN_DRIVE_MAX_TIMEOUT while it is still hung (health W6), and nothing else
-    waits for it: the event loop never asks a drive (W7: small GETs it cannot answer from
+    after CAIRN_DRIVE_MAX_TIMEOUT while it is still hung (health HEALTH-6), and nothing else
+    waits for it: the event loop never asks a drive (HEALTH-7: small GETs it cannot answer from
     the record cache go to a worker), so health, admin and GETs of other keys answer at
     once. The object still reads back byte-exact, and when the call returns and the FIFO
     is gone, a probe brings the drive back and heal rewrites its record."""
@@ -1113,13 +1113,13 @@ def heal_hung_records(srv, b, hung):
 
 
 def test_hung_drive_holds_few_workers(need_multi_drive, drive_server, root):
-    """Until CAIRN_DRIVE_MAX_TIMEOUT takes a hung drive offline (W6), every request that
-    asks it would hang with it and hold a worker. health W8: once 4 calls of the drive
+    """Until CAIRN_DRIVE_MAX_TIMEOUT takes a hung drive offline (HEALTH-6), every request that
+    asks it would hang with it and hold a worker. health HEALTH-8: once 4 calls of the drive
     have run a tenth of the limit, new calls skip it (the drive stays online), so with 8
     workers and a GET a second on keys whose first-asked record is a FIFO, the hung GETs
     stop at about 6 and the later ones, and GETs of other keys, answer at once from the
-    other drives. Without W8 every worker hangs and the server answers nothing until the
-    limit (the pool's growth, net/loop.c invariant 6, is off here to show W8 alone). When
+    other drives. Without HEALTH-8 every worker hangs and the server answers nothing until the
+    limit (the pool's growth, net/loop.c NET-6, is off here to show HEALTH-8 alone). When
     the FIFOs give way every GET has its bytes, and heal rewrites the records."""
     srv, b, keys, body, hung = hung_keys_setup(
         drive_server, root, {"CAIRN_DRIVE_MAX_TIMEOUT": "20s", "CAIRN_WORKERS_GROW_AFTER_MS": "-1",
@@ -1155,9 +1155,9 @@ def test_hung_drive_holds_few_workers(need_multi_drive, drive_server, root):
 
 
 def test_hung_workers_are_replaced(need_multi_drive, drive_server, root):
-    """All 4 workers hang at once on FIFO'd records (too fast for W8, whose late limit is
+    """All 4 workers hang at once on FIFO'd records (too fast for HEALTH-8, whose late limit is
     6 s here): the loop sees requests waiting and nothing finished for 2 s and starts
-    more workers (net/loop.c invariant 6), so a PUT of another key answers in seconds,
+    more workers (net/loop.c NET-6), so a PUT of another key answers in seconds,
     not after the drive limit (60 s). The hung GETs complete byte-exact when the FIFOs
     give way."""
     srv, b, keys, body, hung = hung_keys_setup(
@@ -1261,7 +1261,7 @@ def test_stop_with_a_hung_background_task(need_multi_drive, drive_server, root):
 
 
 def test_overwrite_cut_short_while_a_drive_misses_the_key(need_multi_drive, drive_server, root):
-    """set.c E15: an overwrite that a crash cut short after renaming its record onto 3 of 8
+    """EC-15: an overwrite that a crash cut short after renaming its record onto 3 of 8
     drives (EC:4, read quorum 4), while 2 other drives miss the key (lost, not healed yet),
     leaves the acknowledged version on 3 drives' current records only. The commit kept it
     as those 3 drives' previous record (`%p.<leaf>`, FORMAT.md §2), with its data folder:

@@ -16,7 +16,7 @@ rules checked:
 - every acknowledged object reads back byte-exact, whole and by range, HEAD gives its
   length, and listings show it with its size; a key not in the model is 404;
 - a PUT or DELETE with write quorum online succeeds; one without it fails with 503 and
-  changes nothing that can be read (set.c E12) — a DELETE of a key that is nowhere is
+  changes nothing that can be read (EC-12) — a DELETE of a key that is nowhere is
   answered 204 once K drives say so;
 - a listing never shows a key the model does not hold;
 - `cairn admin heal` succeeds for every object, and afterwards every object reads back
@@ -25,7 +25,7 @@ rules checked:
 Each removal is followed by `cairn admin info`, which looks at every drive, so the server
 knows the drive is gone before the next request: a drive that vanishes unnoticed is found
 by the first request that touches it, and a PUT or DELETE that finds it so in the middle
-of its commit may leave its change on the drives it reached (E12's window, as MinIO's).
+of its commit may leave its change on the drives it reached (EC-12's window, as MinIO's).
 
 CAIRN_RANDOM_SEED and CAIRN_RANDOM_OPS run other or longer sequences by hand;
 CAIRN_RANDOM_LOG=all prints every operation of a failing sequence, not the last 25."""

@@ -71,7 +71,7 @@ def _wait_until(cond, seconds=10.0):
 def test_get_streams_to_its_end_across_an_overwrite(server, s3, bucket, change):
     """A GET that began before an overwrite or a delete returns the old version whole, as
     S3 does: its shard files are opened part by part, so the replaced data folder must
-    outlive the reader (src/object/commit.c C6), and goes once the reader is closed."""
+    outlive the reader (src/object/commit.c OBJ-6), and goes once the reader is closed."""
     key = f"streamed-{change}"
     old = rand_bytes(40 * MiB, seed=21)  # 8 parts: more than socket buffers hold in flight
     up = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]

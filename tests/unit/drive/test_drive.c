@@ -342,7 +342,7 @@ static ino_t ino_of(const char *rel)
 }
 
 /* A deleted record's file is kept in tmp and reused by the next small write (the pool,
- * local_pool.c P1-P3): same inode, the new bytes only; never a file that is also a version. */
+ * local_pool.c POOL-1..POOL-3): same inode, the new bytes only; never a file that is also a version. */
 TEST(test_record_pool)
 {
 	cn_drive *d = open_fresh(false);
@@ -397,7 +397,7 @@ TEST(test_record_pool)
 	CHECK(!tmp_find_empty(""));
 	CHECK_EQ_INT(d->ops->rename_data(d, "t9", NULL, "nov", "k", "R", 1), CN_ERR_NO_BUCKET);
 	CHECK(tmp_find_empty(""));
-	/* the pool keeps at most 4096 files (local_pool.c P4): deletes past that unlink */
+	/* the pool keeps at most 4096 files (local_pool.c POOL-4): deletes past that unlink */
 	char key[16];
 	for (int i = 0; i < 4100; i++) {
 		snprintf(key, sizeof key, "f%d", i);
@@ -464,7 +464,7 @@ TEST(test_sys_and_vols)
 }
 
 static cn_drive *sync_drive;
-static atomic_int sync_early; /* S2 broken: returned before a flush begun after entry ended */
+static atomic_int sync_early; /* SYNC-2 broken: returned before a flush begun after entry ended */
 static void *sync_run(void *arg)
 {
 	(void)arg;
@@ -497,7 +497,7 @@ TEST(test_group_commit)
 	CHECK_EQ_INT(atomic_load(&sync_early), 0);
 	uint64_t started, completed;
 	cn_drive_local_sync_gens(sync_drive, &started, &completed);
-	CHECK(started == flushes && completed == flushes); /* S1: all finished, one at a time */
+	CHECK(started == flushes && completed == flushes); /* SYNC-1: all finished, one at a time */
 	cn_drive_close(sync_drive);
 	cn_drive *d = open_fresh(false);
 	CHECK_EQ_INT(cn_drive_sync(d), CN_OK);
@@ -506,7 +506,7 @@ TEST(test_group_commit)
 	cn_drive_close(d);
 }
 
-/* S5: callers that arrive while a flush runs wait for the next one, and someone must lead
+/* SYNC-5: callers that arrive while a flush runs wait for the next one, and someone must lead
  * it even when the running flush's leader never calls again. The leader's flush is made
  * slow by 64 MiB of dirty data; four callers arrive meanwhile and must all return. */
 static atomic_int late_done;
@@ -561,7 +561,7 @@ TEST(test_targeted_sync)
 	setenv("CAIRN_SYNC", "fsync", 1);
 	cn_drive *d = open_fresh(true);
 	unsetenv("CAIRN_SYNC");
-	CHECK(d->writes_sync); /* its writes wait for the device: health W8 */
+	CHECK(d->writes_sync); /* its writes wait for the device: health HEALTH-8 */
 	uint64_t barriers, flushes0, flushes;
 	CHECK_EQ_INT(cn_drive_sync(d), CN_OK); /* nothing pending: no flush */
 	cn_drive_local_sync_stats(d, &barriers, &flushes0);

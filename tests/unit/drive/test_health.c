@@ -168,7 +168,7 @@ TEST(test_errors_and_stalls)
 	close_wrapped(h, dir);
 }
 
-/* W5: a refused drive answers like an offline one, nothing reaches it but the format
+/* HEALTH-5: a refused drive answers like an offline one, nothing reaches it but the format
  * read (and reopen, replaced), and no probe brings it back; admitted again, it serves. */
 TEST(test_refused)
 {
@@ -205,7 +205,7 @@ TEST(test_refused)
 	close_wrapped(h, dir);
 }
 
-/* W6: a call that hangs takes the drive offline while it is still hung (the prober watches
+/* HEALTH-6: a call that hangs takes the drive offline while it is still hung (the prober watches
  * calls in progress), so other callers skip the drive at once instead of queueing behind
  * it; when the call returns and the drive is fast again, a probe brings it back. */
 typedef struct hung_arg {
@@ -295,7 +295,7 @@ static void join_slow(hung_arg *a, pthread_t *t, int n)
 	}
 }
 
-/* W8: while late_cap calls are late, new calls are refused at once (CN_ERR_OFFLINE, the
+/* HEALTH-8: while late_cap calls are late, new calls are refused at once (CN_ERR_OFFLINE, the
  * drive not reached and not taken offline); fewer late calls, late syncs, or late writes
  * of a drive whose writes sync, refuse nothing; when the late calls return, calls go through again. */
 TEST(test_late_calls_refuse_new_ones)

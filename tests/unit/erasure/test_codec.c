@@ -129,7 +129,7 @@ static void roundtrip(unsigned k, unsigned m, size_t size, size_t block)
 		shards sh;
 		shards_alloc(&sh, k + m, sl);
 		CHECK_EQ_INT(cn_codec_encode(c, data + off, len, sh.s, sh.h), CN_OK);
-		/* data shards are the block's bytes, zero-padded (C1) */
+		/* data shards are the block's bytes, zero-padded (CODEC-1) */
 		for (unsigned i = 0; i < k; i++) {
 			size_t o = i * sl, have = o < len ? (len - o < sl ? len - o : sl) : 0;
 			CHECK(memcmp(sh.s[i], data + off + o, have) == 0);

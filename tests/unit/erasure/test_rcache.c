@@ -1,4 +1,4 @@
-/* Unit tests for the record cache (src/erasure/rcache.c, rules R1-R2 in erasure_int.h). */
+/* Unit tests for the record cache (src/erasure/rcache.c, rules RCACHE-1..RCACHE-2 in erasure_int.h). */
 #include "erasure/erasure_int.h"
 #include "test.h"
 
@@ -25,7 +25,7 @@ TEST(hit_after_put_and_miss_after_invalidate)
 
 TEST(stale_reader_cannot_insert)
 {
-	/* R2: a reader that took the generation before a writer's invalidation must not
+	/* RCACHE-2: a reader that took the generation before a writer's invalidation must not
 	 * insert the (old) record it read. */
 	cn_rcache *c;
 	CHECK_EQ_INT(cn_rcache_new(1 << 20, 1024, &c), CN_OK);
@@ -174,7 +174,7 @@ TEST(buckets_grow_with_the_budget)
 	size_t bytes;
 	cn_rcache_stats(c, &h, &m, &bytes);
 	CHECK(bytes >= 24000 * sizeof rec && bytes <= ((size_t)384 << 20));
-	/* R2 across a clear: a reader that missed before it must not insert after it */
+	/* RCACHE-2 across a clear: a reader that missed before it must not insert after it */
 	CHECK(!cn_rcache_get(c, 0, "bucket", "other", &b, &gen));
 	cn_rcache_clear(c);
 	cn_rcache_put(c, 0, "bucket", "other", "OLD", 3, gen);
@@ -218,7 +218,7 @@ TEST(insert_shares_the_record_and_readers_outlive_eviction)
 	const unsigned char *p = held ? cn_ec_rec_bytes(held, &len) : NULL;
 	CHECK(p && len == 6 && memcmp(p, "RECORD", 6) == 0);
 	cn_ec_rec_unref(held);
-	/* refused: over max_record, or R2 (an invalidation since the miss); the caller's
+	/* refused: over max_record, or RCACHE-2 (an invalidation since the miss); the caller's
 	 * reference is untouched either way */
 	cn_ec_rec *big = cn_ec_rec_wrap(calloc(1, 1001), 1001);
 	CHECK(!cn_rcache_get(c, 0, "v", "big", &b, &gen));

@@ -224,7 +224,7 @@ static void expected_shard_file(size_t n, unsigned m, const char *key, const uns
 	cn_codec_free(c);
 }
 
-/* E14: the writer encodes each block in place and writes every drive the shard file the
+/* EC-14: the writer encodes each block in place and writes every drive the shard file the
  * codec defines (checked against expected_shard_file), whether the bytes came through
  * cn_ec_writer_write or were placed straight into the writer's block
  * (cn_ec_writer_space/fill, in pieces that straddle blocks, mixed with plain writes); for
@@ -318,7 +318,7 @@ TEST(test_roundtrip_all_shapes)
 				CHECK_EQ_INT(check(s, key, p, 0, len, NULL), CN_OK);
 			}
 			/* M drives' copies gone: everything still reads; an uncached read that met a
-			 * damaged data slot says it is degraded (E7: parity slots are not read when
+			 * damaged data slot says it is degraded (EC-7: parity slots are not read when
 			 * the data slots agree), and heal, which reads every slot and never the
 			 * cache, finds all M */
 			for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
@@ -346,7 +346,7 @@ TEST(test_roundtrip_all_shapes)
 	free(p);
 }
 
-/* E7: the open reads only the data slots' records; when their shard files then fail, the
+/* EC-7: the open reads only the data slots' records; when their shard files then fail, the
  * reader reads the parity slots' records and rebuilds from them. */
 TEST(test_early_open_falls_back_to_parity)
 {
@@ -400,7 +400,7 @@ TEST(test_ranges_and_quorum)
 	free(p);
 }
 
-/* E2: a "not there" answer counts only from a drive that is there. A drive whose folder
+/* EC-2: a "not there" answer counts only from a drive that is there. A drive whose folder
  * was removed holds no vol, so it never answers "no such key" (drive.h), and its "no such
  * bucket" is asked whether the drive is there: with more than M folders gone, a missing
  * key, a missing bucket and a present key all end in a quorum error, never in a 404 (the
@@ -646,7 +646,7 @@ static void keep_record(size_t i, const char *key, bool save)
 	CN_ASSERT(system(cmd) == 0);
 }
 
-/* E13: a read that finds the drives split between two versions, none at quorum, may be
+/* EC-13: a read that finds the drives split between two versions, none at quorum, may be
  * reading across a commit in progress: it reads again (here the "commit" finishes at the
  * first retry, so the new version is read) and answers QUORUM only when the split lasts. */
 static int split_retries;
@@ -662,7 +662,7 @@ TEST(test_read_across_a_commit_reads_again)
 	reset(true);
 	cn_ec_set *s = open_set(8, 2); /* K = 6: A on 4 drives and B on 4 is a split */
 	/* no record cache: the "commit" below changes records behind the set's back, without
-	 * the invalidation a real commit does after its renames (R1) */
+	 * the invalidation a real commit does after its renames (RCACHE-1) */
 	CHECK_EQ_INT(cn_ec_set_cache(s, 0), CN_OK);
 	CHECK_EQ_INT(cn_ec_make_vol(s, "bkt"), CN_OK);
 	unsigned char *p = pattern(300, 2);
@@ -701,7 +701,7 @@ TEST(test_read_across_a_commit_reads_again)
 	free(p);
 }
 
-/* E13 with the object layer's wait (cn_ec_set_split_wait): the read waits for the key's
+/* EC-13 with the object layer's wait (cn_ec_set_split_wait): the read waits for the key's
  * commits in progress instead of sleeping, and reads again; here the wait "finishes the
  * commit" at its first call. A lasting split asks it 6 times, then QUORUM; a wait that
  * gives up ends the retries after one more read. */
@@ -750,10 +750,10 @@ TEST(test_read_across_a_commit_waits_for_it)
 	free(p);
 }
 
-/* A reader opened before an overwrite (E7: it read only the data slots' records) that then
+/* A reader opened before an overwrite (EC-7: it read only the data slots' records) that then
  * needs a parity shard finds the parity slots' records naming the new version; the old
  * version's shard files, named by its data id, are still there (the object layer keeps
- * them while the reader lives, C6): it reads them, and the old bytes come back. It had
+ * them while the reader lives, OBJ-6): it reads them, and the old bytes come back. It had
  * failed the read (a GET then broke its connection after the head). */
 TEST(test_reader_reads_its_version_after_an_overwrite)
 {
@@ -786,7 +786,7 @@ TEST(test_reader_reads_its_version_after_an_overwrite)
 
 /* A partial commit over an older version (a crash during a put's renames) leaves walked
  * drives that disagree: the listing shows the version a quorum read picks, or nothing
- * when none has quorum, never the record of whichever drive comes first (E6). */
+ * when none has quorum, never the record of whichever drive comes first (EC-6). */
 TEST(test_walk_lists_what_reads_pick)
 {
 	reset(true);
@@ -838,7 +838,7 @@ static cn_err prefix_cb(void *ctx, const char *key, size_t keylen, bool is_prefi
 }
 
 /* A common prefix whose objects are on too few walked drives is listed only when a key
- * below it is readable (E6): a put that died under a new prefix leaves its folder on a
+ * below it is readable (EC-6): a put that died under a new prefix leaves its folder on a
  * few drives. */
 TEST(test_walk_prefix_needs_a_listed_key)
 {
@@ -871,7 +871,7 @@ TEST(test_walk_prefix_needs_a_listed_key)
 	free(p);
 }
 
-/* E2's tie: with n == 2K, a put that died after renaming its record on half the drives
+/* EC-2's tie: with n == 2K, a put that died after renaming its record on half the drives
  * leaves two versions with K records each. An early-out read (GET, listing), a full one
  * and heal must pick the same one, and heal must not turn the object into the other. */
 TEST(test_tie_at_half_is_read_one_way)
@@ -944,7 +944,7 @@ static unsigned inline_record(size_t i, const char *key, bool flip)
 	return idx;
 }
 
-/* E3 through the record cache: a cached record's inline shard is hash-checked once (the
+/* EC-3 through the record cache: a cached record's inline shard is hash-checked once (the
  * bytes cannot change in memory), but only once it matched: a rotten shard inside a
  * record whose checksum is right is caught, and rebuilt from parity, on every read. */
 TEST(test_cached_inline_shard_checked_until_good)
@@ -1202,7 +1202,7 @@ static bool rec_on(int d, const char *rel)
 	return stat(path, &st) == 0;
 }
 
-/* E10: a version held by fewer drives than its read quorum, counting those that cannot
+/* EC-10: a version held by fewer drives than its read quorum, counting those that cannot
  * answer, is removed where it lies; one that some drive away might complete is kept. */
 TEST(test_purge_dangling)
 {
@@ -1276,7 +1276,7 @@ TEST(test_purge_dangling)
 	free(p);
 }
 
-/* E11: a vol too few drives hold, counting those that cannot answer, and not kept, is
+/* EC-11: a vol too few drives hold, counting those that cannot answer, and not kept, is
  * dangling; purge_vol removes it with what it holds. */
 TEST(test_dangling_vols)
 {
@@ -1328,10 +1328,10 @@ static void lose_key(size_t i, const char *key)
 	CN_ASSERT(system(cmd) == 0);
 }
 
-/* E15: an overwrite cut short by a crash (the new version Y renamed onto drives 0, 3, 4
+/* EC-15: an overwrite cut short by a crash (the new version Y renamed onto drives 0, 3, 4
  * only) while drives 1 and 2 miss the key (lost, not healed yet): neither version is on K =
  * 4 drives' current records, but the replaced one X is the previous record of the drives Y
- * reached. Reads, listing and heal find X; E10 keeps it; the orphan check keeps its data. */
+ * reached. Reads, listing and heal find X; EC-10 keeps it; the orphan check keeps its data. */
 TEST(test_cut_short_overwrite_reads_the_replaced_version)
 {
 	static const struct { const char *key; size_t len; bool inl; } objs[] = {
@@ -1393,7 +1393,7 @@ TEST(test_cut_short_overwrite_reads_the_replaced_version)
 		CHECK_EQ_INT(cn_ec_heal(s, "bkt", key, NULL, false, &res), CN_OK);
 		CHECK_EQ_INT(res.drives_bad, 5);
 		CHECK_EQ_INT(res.drives_healed, 5);
-		CHECK(res.from_prev); /* the object layer drops the rest after it (heal.c H9) */
+		CHECK(res.from_prev); /* the object layer drops the rest after it (heal.c HEAL-9) */
 		CHECK(!rec_on(0, rel) && !rec_on(3, rel) && !rec_on(4, rel)); /* dropped by heal */
 		cn_ec_meta_init(&m);
 		CHECK_EQ_INT(cn_ec_read_meta(s, "bkt", key, true, &m), CN_OK);
@@ -1420,7 +1420,7 @@ TEST(test_cut_short_overwrite_reads_the_replaced_version)
 		cn_ec_meta_init(&m);
 		CHECK_EQ_INT(cn_ec_read_meta(s, "bkt", key, true, &m), CN_ERR_NO_KEY);
 		cn_ec_meta_fini(&m);
-		/* without previous records the cut-short overwrite is unreadable (what E15 fixes) */
+		/* without previous records the cut-short overwrite is unreadable (what EC-15 fixes) */
 		put_mtime = 4000;
 		CHECK_EQ_INT(put(s, key, px, len, objs[o].inl), CN_OK);
 		for (size_t i = 0; i < 8; i++)
@@ -1439,9 +1439,9 @@ TEST(test_cut_short_overwrite_reads_the_replaced_version)
 	free(py);
 }
 
-/* E15 and E6 in a set whose walk asks fewer drives than K (8 drives EC:2: the last 3
+/* EC-15 and EC-6 in a set whose walk asks fewer drives than K (8 drives EC:2: the last 3
  * walked, K 6): a new version on exactly the 3 walked drives, the previous records kept
- * (commits reach those last, E16, so this is a layout only a failed or partial commit
+ * (commits reach those last, EC-16, so this is a layout only a failed or partial commit
  * leaves), is listed as reads return it (the replaced one), not as the walked drives'
  * records say. */
 TEST(test_walk_lists_what_reads_pick_after_a_cut_short_overwrite)
@@ -1469,7 +1469,7 @@ TEST(test_walk_lists_what_reads_pick_after_a_cut_short_overwrite)
 	free(p);
 }
 
-/* E16: a first commit cut short (the new key's record on drives 0..2 of 8, K = 6) and a
+/* EC-16: a first commit cut short (the new key's record on drives 0..2 of 8, K = 6) and a
  * delete cut short (it goes from the last drive down: records gone from drives 5..7) read
  * as missing, and neither is listed (the walk asks the last M+1 drives); with a drive
  * that cannot answer the first one stays QUORUM (it might hold the key). */
@@ -1506,7 +1506,7 @@ TEST(test_cut_short_first_commit_and_delete_read_as_missing)
 }
 
 /* The slots a heal reports holding the version after it (cn_ec_heal_result.current_slots,
- * which heal.c H9 drops previous records on): those seen holding it and those rewritten,
+ * which heal.c HEAL-9 drops previous records on): those seen holding it and those rewritten,
  * not one whose rewrite failed (its record path a folder here: the read fails, and so
  * does the rename over it; raw drives, no health wrapper to take it offline). */
 TEST(test_heal_reports_the_slots_that_hold_the_version)

@@ -323,7 +323,7 @@ static double secs_until_eof(int fd, double limit_s)
 	return limit_s;
 }
 
-/* Invariant 8 (net/loop.c): an unread body that is not buffered is not waited for on the
+/* NET-8 (net/loop.c): an unread body that is not buffered is not waited for on the
  * worker: the answer says Connection: close at once and the loop drains the rest. */
 TEST(unread_body_is_not_waited_for)
 {
@@ -360,7 +360,7 @@ TEST(unread_body_is_not_waited_for)
 	stop();
 }
 
-/* Invariant 7: a client that reads nothing cannot hold a worker with small responses:
+/* NET-7: a client that reads nothing cannot hold a worker with small responses:
  * what its socket does not take goes to the loop. Two connections pipeline requests whose
  * answers fill their sockets and never read; a third is still served by the two workers. */
 #define STUCK_REQS 320
@@ -398,7 +398,7 @@ TEST(small_responses_never_block_a_worker)
 	stop();
 }
 
-/* Invariant 7: a client dripping its body is cut off once it falls below the minimum
+/* NET-7: a client dripping its body is cut off once it falls below the minimum
  * rate after the grace (here 100 B/s after 1 s), not after the 30 s stall bound. */
 TEST(a_dripping_body_is_cut_off)
 {
@@ -436,7 +436,7 @@ TEST(a_dripping_body_is_cut_off)
 	stop();
 }
 
-/* Invariant 8: a request whose body the handler wants pre-read goes to a worker only once
+/* NET-8: a request whose body the handler wants pre-read goes to a worker only once
  * that much is buffered; a client dripping it holds no worker and gets 408 at the header
  * deadline. */
 TEST(pre_read_bodies_are_gathered_by_the_loop)

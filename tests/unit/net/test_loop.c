@@ -154,7 +154,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Invariant 6: with both workers hung, a third request is served by a worker started for
+/* NET-6: with both workers hung, a third request is served by a worker started for
  * it (after grow_after_ms with nothing finished), not after the hung ones return. */
 TEST(hung_workers_do_not_stop_the_pool)
 {

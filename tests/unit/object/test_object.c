@@ -760,7 +760,7 @@ TEST(test_reader_snapshot)
 	cn_obj_store_close(s);
 }
 
-/* C6: a replaced version's data folder stays while a reader that opened before the
+/* OBJ-6: a replaced version's data folder stays while a reader that opened before the
  * replacement is open (older readers of the key included), and goes with the last of
  * them; readers opened after the replacement, and readers of other keys, never hold it. */
 TEST(test_readers_keep_replaced_data)

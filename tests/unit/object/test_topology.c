@@ -266,7 +266,7 @@ TEST(test_keys_spread_and_stay)
 	cn_obj_store_close(s);
 }
 
-/* quorum.c E13 with the object layer's split_wait: a read that finds the drives split between
+/* quorum.c EC-13 with the object layer's split_wait: a read that finds the drives split between
  * two versions (8 drives EC:2, K = 6: 4 and 4) while a "commit" holds the key's lock waits
  * for the lock and reads again, and gets the version the commit finished with. (With the
  * short sleeps of before, 4.2 ms in all, it answered QUORUM while the commit went on for
@@ -323,7 +323,7 @@ static int prevs_on(size_t n, const char *key)
 	return on_drives(n, rel);
 }
 
-/* C7: an overwrite keeps the previous records until its barrier and drops them after;
+/* OBJ-7: an overwrite keeps the previous records until its barrier and drops them after;
  * a later commit of the same key in flight keeps them (its own), or one that failed, one
  * of another key under the same lock does not; a drop by a thread holding the key's lock
  * (an upload's) leaves the lock held. */
@@ -422,7 +422,7 @@ TEST(test_previous_records_kept_until_the_barrier)
 	cn_obj_store_close(s);
 }
 
-/* heal.c H9: previous records a crash left beside a current version that every drive
+/* heal.c HEAL-9: previous records a crash left beside a current version that every drive
  * holds are removed by a heal (not a dry run), and only while no commit of the key keeps
  * its own; those of a key read through them go once heal made the version whole. */
 TEST(test_heal_removes_leftover_previous_records)
@@ -505,10 +505,10 @@ TEST(test_heal_removes_leftover_previous_records)
 	cn_obj_store_close(s);
 }
 
-/* H9 drops only where the heal saw the version: a drive its read did not reach (here
+/* HEAL-9 drops only where the heal saw the version: a drive its read did not reach (here
  * slot 0, which reads skip) keeps the previous record, its vote for the acknowledged
  * version while it holds a cut-short overwrite's record; with M drives lost after that,
- * the version still reads (the review's experiment: QUORUM when H9 dropped everywhere). */
+ * the version still reads (the review's experiment: QUORUM when HEAL-9 dropped everywhere). */
 TEST(test_heal_keeps_previous_records_it_did_not_see)
 {
 	fresh();

@@ -336,10 +336,10 @@ TEST(test_multipart_versioned)
 	cn_obj_info_fini(&oi);
 }
 
-/* V5: puts of one key in quick succession (a store without fsync: many within one ms)
+/* VER-5: puts of one key in quick succession (a store without fsync: many within one ms)
  * get strictly increasing mtimes, so the versions list in the order they were made, the
  * null version of before versioning last, and deleting the latest by id promotes each
- * previous one in turn. Before V5 a null version and the first versioned PUT in the same
+ * previous one in turn. Before VER-5 a null version and the first versioned PUT in the same
  * ms listed the null version as the newer (the id decided the tie). */
 TEST(test_versions_in_one_ms_keep_their_order)
 {

@@ -503,7 +503,7 @@ static cn_auth_err presigned(const char *target, int64_t now, cn_auth_result *re
 	return cn_auth_check(&cfg, &r, now, res);
 }
 
-/* Rule A1: every x-amz-* header must be signed (x-amz-content-sha256 exempt when
+/* Rule AUTH-5: every x-amz-* header must be signed (x-amz-content-sha256 exempt when
  * header-signed); the first unsigned one is named. */
 TEST(test_unsigned_amz_headers)
 {
