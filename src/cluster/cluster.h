@@ -1,5 +1,7 @@
-/* cluster: endpoints and their layout. Today: MinIO's `{a...b}` ellipsis expansion of the
- * server's arguments (DESIGN.md §1, §9). Sets, format and internode RPC come with issue 3. */
+/* cluster: endpoints and their layout: MinIO's `{a...b}` ellipsis expansion of the
+ * server's arguments (ellipsis.c), and the pools' erasure set sizes and parity computed as
+ * MinIO computes them (layout.h, layout.c; LAYOUT-1..LAYOUT-4). Distributed endpoints
+ * (http://) are parsed but refused by the server; there is no internode RPC. */
 #ifndef CN_CLUSTER_H
 #define CN_CLUSTER_H
 

@@ -1,9 +1,10 @@
 /* erasure: one erasure set — K data + M parity shards of every object spread over the set's
- * drives, the per-drive metadata record (its codec, docs/FORMAT.md §4), and quorum over
- * per-drive results. Today a set is ONE drive with K=1 M=0: data passes straight through
- * and the quorum is that drive's answer; issue 3 adds ISA-L Reed-Solomon, many drives,
- * bitrot hashes and heal here without changing this interface's shape. The object layer
- * calls only this layer; this layer calls only the drive API (drive/drive.h).
+ * drives (ISA-L Reed-Solomon, codec.h), each shard block behind its bitrot hash, the
+ * per-drive metadata record (its codec, docs/FORMAT.md §4), quorum over per-drive results,
+ * healing, and the record cache. A set of one drive is K=1 M=0: data passes straight
+ * through and the quorum is that drive's answer. The object layer calls only this layer;
+ * this layer calls only the drive API (drive/drive.h). The rules are EC-1..EC-16 (their
+ * files: set.c's header), CODEC-1..CODEC-4 (codec.c) and RCACHE-1..RCACHE-2 (erasure_int.h).
  *
  * Thread rules: all functions may block and are safe concurrently, except that one
  * cn_ec_writer / cn_ec_reader is used by one thread at a time. Callers serialize commits

@@ -24,8 +24,8 @@
  *  EC-12. A mutation of a coded set that cannot reach its quorum on the slots not known to
  *      be down (absent, or held offline or refused by the health wrapper: flags, no
  *      syscall) fails with CN_ERR_QUORUM before touching any drive: otherwise the drives
- *      still up took the change, and with K of them a read returned what the client was
- *      told had failed (found by tests/integration/test_erasure_random.py). A drive that
+ *      still up would take the change, and with K of them a read would return what the
+ *      client was told had failed. A drive that
  *      fails during the mutation is found by it (drive.h health HEALTH-1) and may still leave
  *      the change on the others — MinIO's window for dangling objects; a read or heal
  *      then sees the change if K drives hold it.
@@ -38,7 +38,7 @@
  *  EC-15. An overwrite's commit renames its records drive by drive, so a crash in it leaves
  *      the new version on some drives and the replaced one on the others; with the key's
  *      records also missing from drives (lost, not healed yet) neither may reach K, and an
- *      acknowledged version is unreadable (durability.py found it). So a commit that
+ *      acknowledged version would be unreadable. So a commit that
  *      replaces a record first keeps it on every drive as the key's previous record
  *      (cn_ec_prev_keep; the object layer drops it after the barrier), and a current-record
  *      read whose split outlasts EC-13's retries lets each drive's previous record vote:
@@ -543,11 +543,10 @@ static cn_err read_quorum_once(cn_ec_set *s, quorum_read *q, bool use_prev, bool
  * commit renames its records drive by drive. Such a read waits for the key's commits in
  * progress (split_wait: their renames are done when it returns) and reads again, a few
  * times, before it answers CN_ERR_QUORUM (503); a split that outlasts that is real (a
- * commit cut short, EC-12's window) and left to heal. Without the retries, ~1 in
- * 4,600 GETs answer 503 on 16 drives while three clients overwrite the same three keys,
- * on a healthy set; with sleeps of 4.2 ms in all instead of split_wait, 1 in ~3 runs of
- * test_erasure_random.py's concurrent test still fails (a commit preempted on the 2-core
- * machine, or slowed by file creation, outlasts them). Upload records (their lock is the upload's)
+ * commit cut short, EC-12's window) and left to heal. Reads across commits are common
+ * when clients overwrite the same keys (about 1 GET in 4,600 on 16 drives without the
+ * retries), and fixed sleeps are not enough: a commit preempted on a busy machine, or
+ * slowed by file creation, outlasts them. Upload records (their lock is the upload's)
  * keep the sleeps. */
 #define SPLIT_RETRIES 6
 void (*cn_ec__split_retry_hook)(void);

@@ -237,8 +237,8 @@ cn_err cn_ec_sync(cn_ec_set *s)
 	for (size_t i = 0; i < s->n; i++) {
 		tok[i] = D(s, i) && D(s, i)->ops->sync_group ? D(s, i)->ops->sync_group(D(s, i)) : NULL;
 		/* a drive whose flush an earlier one shared: its verdict — unless that one was
-		 * offline (it flushed nothing: with the first drive of a filesystem offline, its
-		 * OFFLINE had failed every drive sharing the filesystem, and every write, 503) */
+		 * offline (it flushed nothing; taking its OFFLINE would fail every drive sharing
+		 * the filesystem, and so every write, with 503) */
 		size_t j = 0;
 		while (j < i && !(tok[i] && tok[j] == tok[i] && D(s, j) && errs[j] != CN_ERR_OFFLINE))
 			j++;
