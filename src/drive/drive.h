@@ -174,7 +174,7 @@ typedef struct cn_drive_ops {
 	 * version_promote: makes version vid the current record (a hard link renamed over it:
 	 *   atomic, readers see the old current or the promoted one) and keeps vid, which the
 	 *   caller removes with version_delete once the change is durable (a crash between
-	 *   leaves a version equal to the current one, FORMAT.md §7); CN_ERR_NO_KEY when
+	 *   leaves a version equal to the current one, FORMAT.md §5); CN_ERR_NO_KEY when
 	 *   absent.
 	 * Not synced: call sync (also version_write below). */
 	cn_err (*version_keep)(cn_drive *d, const char *vol, const char *key, const char *vid);

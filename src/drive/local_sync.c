@@ -17,7 +17,7 @@
  *      broadcast would wake every waiter of both generations, all queueing for the
  *      mutex: ~2.6 context switches per durable PUT in the group commit instead of ~1,
  *      docs/PERF.md.)
- * Measured (tests/unit/object/bench_put.c, docs/FORMAT.md §6): 32 threads of 4 KiB puts on
+ * Measured (tests/unit/object/bench_put.c): 32 threads of 4 KiB puts on
  * a 2-core VM (ext4, virtio): 4462 puts/s without the barrier, 1642 puts/s with it. */
 #include "drive/local_int.h"
 

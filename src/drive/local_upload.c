@@ -1,4 +1,4 @@
-/* drive/local_upload: multipart uploads on the local drive (FORMAT.md §8): one folder
+/* drive/local_upload: multipart uploads on the local drive (FORMAT.md §6): one folder
  * per upload, .cairn.sys/multipart/<vol>/<upload id>/, holding its parts' files and
  * metadata. A file is written to a hidden tmp name in the upload's folder and renamed
  * within it, so an upload removed meanwhile makes the write fail instead of bringing it

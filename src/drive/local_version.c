@@ -1,4 +1,4 @@
-/* drive/local_version: a key's noncurrent versions and data folders (FORMAT.md §7).
+/* drive/local_version: a key's noncurrent versions and data folders (FORMAT.md §5).
  * A version is a hard link of a record, "%v.<vid>" in the key's folder (version_keep),
  * or a record written there (version_write); promoting one links it into tmp and renames
  * that over the current record, so the version stays. The key's folder is made on demand:

@@ -9,7 +9,7 @@
  *    parity shards (ISA-L Reed-Solomon, codec.h). Drive slot d holds shard dist[d] of
  *    every block (the object's rotation, MinIO's hashOrder of bucket/key) in its file
  *    "<data id>/part.N" as a sequence of [XXH3-128 hash (16 bytes)][shard bytes] per block
- *    (docs/FORMAT.md §5); an inline object keeps the same stream in each drive's record.
+ *    (docs/FORMAT.md §7); an inline object keeps the same stream in each drive's record.
  *
  * The set's files, and the invariants each enforces (erasure_int.h holds what they share):
  *  set.c        the set, its drive slots, system files, sync

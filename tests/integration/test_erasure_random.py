@@ -833,7 +833,7 @@ VOPS = [("put", 30), ("delete", 10), ("delete_version", 8), ("get", 15), ("get_v
 
 def test_random_versioned_operations_with_faults(need_multi_drive, drive_server, root):  # noqa: F811
     """The same in a versioned bucket: every version (data or delete marker) is a record of
-    its own (docs/FORMAT.md §7); GETs of the current version and of each version by id,
+    its own (docs/FORMAT.md §5); GETs of the current version and of each version by id,
     DELETEs that add markers and that remove versions by id, and version listings are
     checked against the model while drives are removed, come back and rot (records only:
     which version a shard file belongs to is not visible from outside). A quarter in, one

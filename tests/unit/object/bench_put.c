@@ -3,7 +3,7 @@
  * Not a unit test (name bench_*): `make unit` builds it as build/tests/object/bench_put.
  * Usage: bench_put [DIR] [THREADS] [SECONDS] [SIZE]
  *
- * Measured 2-core VM, ext4 on virtio disk, 4 KiB (inline) puts, 3 s each (docs/FORMAT.md §6):
+ * Measured 2-core VM, ext4 on virtio disk, 4 KiB (inline) puts, 3 s each:
  *   1 thread:   durable off 2346 puts/s, durable on 2034 puts/s
  *   32 threads: durable off 4462 puts/s, durable on 1642 puts/s
  * (an idle syncfs costs ~0.1 ms here; group commit shares one flush among waiters). */
