@@ -69,7 +69,7 @@ cn_err cn_obj__versioning(cn_obj_store *s, const char *bucket, cn_versioning *v)
 	if (e)
 		return e;
 	pthread_mutex_lock(&s->vs_mu);
-	if (gen == s->vs_gen) { /* no change since the read began (as rcache R2) */
+	if (gen == s->vs_gen) { /* no change since the read began (as RCACHE-2) */
 		snprintf(s->vs[slot].bucket, sizeof s->vs[slot].bucket, "%s", bucket);
 		s->vs[slot].state = *v;
 		s->vs[slot].valid = true;

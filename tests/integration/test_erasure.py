@@ -946,7 +946,7 @@ def test_drive_turned_read_only(need_multi_drive, drive_server, root):
 def test_hung_drive_does_not_stop_the_server(need_multi_drive, drive_server, root):
     """A drive call that hangs (here the open of a record that is a FIFO with no writer:
     the kernel blocks it, as a dying disk or a hung mount would) takes the drive offline
-    after CAIRN_DRIVE_MAX_TIMEOUT while it is still hung (health HEALTH-6), and nothing else
+    after CAIRN_DRIVE_MAX_TIMEOUT while it is still hung (HEALTH-6), and nothing else
     waits for it: the event loop never asks a drive (HEALTH-7: small GETs it cannot answer from
     the record cache go to a worker), so health, admin and GETs of other keys answer at
     once. The object still reads back byte-exact, and when the call returns and the FIFO
@@ -1114,7 +1114,7 @@ def heal_hung_records(srv, b, hung):
 
 def test_hung_drive_holds_few_workers(need_multi_drive, drive_server, root):
     """Until CAIRN_DRIVE_MAX_TIMEOUT takes a hung drive offline (HEALTH-6), every request that
-    asks it would hang with it and hold a worker. health HEALTH-8: once 4 calls of the drive
+    asks it would hang with it and hold a worker. HEALTH-8: once 4 calls of the drive
     have run a tenth of the limit, new calls skip it (the drive stays online), so with 8
     workers and a GET a second on keys whose first-asked record is a FIFO, the hung GETs
     stop at about 6 and the later ones, and GETs of other keys, answer at once from the

@@ -561,7 +561,7 @@ TEST(test_targeted_sync)
 	setenv("CAIRN_SYNC", "fsync", 1);
 	cn_drive *d = open_fresh(true);
 	unsetenv("CAIRN_SYNC");
-	CHECK(d->writes_sync); /* its writes wait for the device: health HEALTH-8 */
+	CHECK(d->writes_sync); /* its writes wait for the device: HEALTH-8 */
 	uint64_t barriers, flushes0, flushes;
 	CHECK_EQ_INT(cn_drive_sync(d), CN_OK); /* nothing pending: no flush */
 	cn_drive_local_sync_stats(d, &barriers, &flushes0);
