@@ -26,7 +26,7 @@
  *      syscall) fails with CN_ERR_QUORUM before touching any drive: otherwise the drives
  *      still up would take the change, and with K of them a read would return what the
  *      client was told had failed. A drive that
- *      fails during the mutation is found by it (drive.h HEALTH-1) and may still leave
+ *      fails during the mutation is found by it (HEALTH-1) and may still leave
  *      the change on the others — MinIO's window for dangling objects; a read or heal
  *      then sees the change if K drives hold it.
  *  EC-13. A quorum read in which at least K drives said what they hold (a record, or no

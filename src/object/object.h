@@ -34,7 +34,7 @@ typedef struct cn_obj_config {
 	                              the time the object took, at most this (0: 1 s, as
 	                              MinIO's heal max_sleep; < 0: no pause, full speed) */
 	int64_t drive_max_timeout_ms; /* a drive call running longer takes the drive offline
-	                                 (drive.h HEALTH-1, HEALTH-6; 0: 30 s, as MinIO's
+	                                 (HEALTH-1, HEALTH-6; 0: 30 s, as MinIO's
 	                                 MINIO_DRIVE_MAX_TIMEOUT) */
 } cn_obj_config;
 

@@ -1,5 +1,5 @@
 /* store.c: the store's life. Open checks the topology, opens every drive (behind the
- * health wrapper when its set has several drives: drive.h HEALTH-1, HEALTH-6), makes the erasure sets
+ * health wrapper when its set has several drives: HEALTH-1, HEALTH-6), makes the erasure sets
  * and sizes their record caches, formats the drives (format.c), makes the buckets whole
  * (EC-9), then starts the background tasks: the stale-upload janitor (multipart.c), the
  * healer (heal.c) and the drive monitor (monitor.c); close stops them in reverse order

@@ -1009,7 +1009,7 @@ void cn_s3_get_object(cn_s3_req *r)
 
 	/* On the loop thread (net.h) nothing may wait for a drive: served from the record
 	 * cache or from records the kernel has cached (drive.h no-wait mode), or run again on
-	 * a worker — so one hung drive cannot stop the loop (drive.h HEALTH-6, HEALTH-7). */
+	 * a worker — so one hung drive cannot stop the loop (HEALTH-6, HEALTH-7). */
 	bool on_loop = cn_http_inline(r->x);
 	if (on_loop)
 		cn_obj_no_io(true);
