@@ -1,6 +1,6 @@
 /* bench/stats: HDR-style histograms, the per-second accumulator and the reports (warp's text
  * shape and JSON). Everything a report shows is derived here from records alone, with
- * integer accumulation (invariants BENCH-1, BENCH-2 of bench_int.h), so the live report, `analyze` of
+ * integer accumulation (BENCH-1, BENCH-2 in bench_int.h), so the live report, `analyze` of
  * the benchdata file and a driver merging agents all print the same figures.
  *
  * Window (warp's rule): the run is cut into 1 s segments from t0; with at least 5 segments

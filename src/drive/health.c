@@ -31,8 +31,8 @@
  *      anything else, and the drive is not judged by it; except read_meta and
  *      version_read, which reach an online drive in its no-wait mode (drive.h): untimed
  *      and not tracked (they cannot wait), judged by their errors only (HEALTH-1).
- *  HEALTH-8. Between a hang's start and HEALTH-6's verdict every new call would join the hung ones and
- *      hold its thread too, until every worker of the server waits on one drive. So while
+ *  HEALTH-8. Between a hang's start and HEALTH-6's verdict every new call would join the
+ *      hung ones and hold its thread too, until every worker of the server waits on one drive. So while
  *      at least late_cap tracked calls of an online drive have each run longer than late_ms
  *      (a tenth of the stall limit by default), new calls are refused with CN_ERR_OFFLINE
  *      at once, without touching the drive or marking it offline (callers use the other
@@ -190,12 +190,12 @@ static bool too_late(hdrive *d)
 #define GUARD(d)                                  \
 	do {                                          \
 		if (no_io)                                \
-			return CN_ERR_BUSY; /* HEALTH-7 */          \
+			return CN_ERR_BUSY; /* HEALTH-7 */    \
 		if (atomic_load(&(d)->offline) ||         \
 		    atomic_load(&(d)->refused))           \
-			return CN_ERR_OFFLINE; /* HEALTH-2, HEALTH-5 */   \
+			return CN_ERR_OFFLINE; /* HEALTH-2, HEALTH-5 */ \
 		if (too_late(d))                          \
-			return CN_ERR_OFFLINE; /* HEALTH-8 */       \
+			return CN_ERR_OFFLINE; /* HEALTH-8 */ \
 	} while (0)
 
 #define CALL(d, what, expr)                       \
@@ -222,7 +222,7 @@ static bool too_late(hdrive *d)
 			CALL(d, what, expr);                  \
 		if (atomic_load(&(d)->offline) ||         \
 		    atomic_load(&(d)->refused))           \
-			return CN_ERR_OFFLINE; /* HEALTH-2, HEALTH-5 */   \
+			return CN_ERR_OFFLINE; /* HEALTH-2, HEALTH-5 */ \
 		cn_err _e = (expr);                       \
 		if (_e == CN_ERR_IO || _e == CN_ERR_OFFLINE) \
 			mark_offline((d), what " failed");    \

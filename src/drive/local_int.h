@@ -6,7 +6,8 @@
  *   local_io.c       errno mapping, whole-file reads and writes, folder listing and
  *                    removal; the record and data operations (the per-request hot path)
  *   local_pool.c     the pool of freed record files (POOL-1..POOL-4)
- *   local_sync.c     durability: targeted fsyncs (FSYNC-1), the syncfs group commit (SYNC-1..SYNC-5)
+ *   local_sync.c     durability: targeted fsyncs (FSYNC-1), the syncfs group commit
+ *                    (SYNC-1..SYNC-5)
  *   local_vol.c      volumes and system files
  *   local_version.c  noncurrent versions and data folders
  *   local_walk.c     listing walks: objects (walk), keys with data and no record

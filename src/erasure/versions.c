@@ -168,7 +168,7 @@ cn_err cn_ec_version_promote(cn_ec_set *s, const char *vol, const char *key, con
 		return CN_ERR_QUORUM; /* EC-12 */
 	for (size_t i = 0; i < s->n; i++)
 		errs[i] = D(s, i) ? D(s, i)->ops->version_promote(D(s, i), vol, key, vid) : CN_ERR_OFFLINE;
-	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* RCACHE-1: the current record changed */
+	cn_rcache_invalidate(s->rc, (unsigned)s->n, vol, key); /* RCACHE-1: a new current record */
 	return cn_ec__reduce_quorum(errs, s->n, write_quorum(s));
 }
 

@@ -150,9 +150,9 @@ static void remove_orphans(cn_obj_store *s, cn_ec_set *set, const char *bucket, 
 	cn_drive_free_names(ids, n);
 }
 
-/* HEAL-7: a version no read can return (EC-10 in erasure/dangling.c: deleted or replaced while the drives
- * holding it were away, or a write that failed below quorum) is removed from the drives
- * that hold it, under its key's lock. */
+/* HEAL-7: a version no read can return (EC-10 in erasure/dangling.c: deleted or replaced
+ * while the drives holding it were away, or a write that failed below quorum) is removed
+ * from the drives that hold it, under its key's lock. */
 static void purge_dangling(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
                            const char *vid, bool dry_run, cn_obj_heal_totals *t)
 {

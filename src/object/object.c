@@ -238,7 +238,8 @@ static cn_err put_meta(cn_ec_meta *m, const cn_put_opts *opts, const cn_kv *add,
 }
 
 /* Commits m (its inline data, or w's) as the new version of bucket/key under the bucket's
- * versioning state (OBJ-5, OBJ-2), makes it durable (OBJ-3), then lets what it replaced go (OBJ-4). */
+ * versioning state (OBJ-5, OBJ-2), makes it durable (OBJ-3), then lets what it replaced go
+ * (OBJ-4). */
 static cn_err put_commit(cn_obj_store *s, cn_ec_set *set, const char *bucket, const char *key,
                          cn_ec_writer *w, cn_ec_meta *m)
 {

@@ -4,7 +4,7 @@
  * (bucket and key rules), bucket.c (buckets and bucket-wide system files), commit.c (key
  * locks, previous records, readers' pins), object.c (put, get, delete), list.c (listing),
  * multipart.c (uploads, metadata updates, bucket configuration), versions.c and heal.c.
- * The commit invariants OBJ-1..OBJ-5 (object.c) and OBJ-6..OBJ-7 (commit.c) hold for all of them. */
+ * The commit rules OBJ-1..OBJ-5 (object.c) and OBJ-6, OBJ-7 (commit.c) hold for all of them. */
 #ifndef CN_OBJECT_INT_H
 #define CN_OBJECT_INT_H
 

@@ -175,7 +175,8 @@ cn_err cn_obj__vprep(cn_obj_store *s, cn_ec_set *set, const char *bucket, const 
 		return CN_OK;
 	case CN_VERSIONING_ENABLED:
 		new_version_id(m->version_id);
-		return vc->old_ok ? cn_ec_version_keep(set, bucket, key, rec_vid(&vc->old)) : CN_OK; /* VER-1 */
+		/* VER-1 */
+		return vc->old_ok ? cn_ec_version_keep(set, bucket, key, rec_vid(&vc->old)) : CN_OK;
 	case CN_VERSIONING_SUSPENDED: {
 		snprintf(m->version_id, sizeof m->version_id, "null");
 		cn_err e = CN_OK;

@@ -5,8 +5,8 @@
  * OpenSSL for SHA-256/HMAC, CRYPTO_memcmp for every signature comparison.
  *
  * Invariants:
- *  AUTH-1. Every input-driven size is bounded: <= 256 query parameters, canonical request <= 16 KiB,
- *     access key <= 128 bytes, region <= 63 bytes, signed-header names <= 128 bytes.
+ *  AUTH-1. Every input-driven size is bounded: <= 256 query parameters, canonical request
+ *     <= 16 KiB, access key <= 128 bytes, region <= 63 bytes, signed-header names <= 128 bytes.
  *  AUTH-2. The query string is decoded the way MinIO (Go's url.ParseQuery) decodes it: '+' is a
  *     space, %XX an escape. boto3/aws-cli send spaces as %20 and '+' as %2B, so both readings
  *     agree for them; s3cmd-style literal '+' in values then means space, as on MinIO.

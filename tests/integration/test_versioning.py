@@ -587,7 +587,8 @@ def test_null_version_named_on_get_and_head(s3):
 
 def test_get_of_a_version_streams_to_its_end_across_its_deletion(s3, vb):
     """Deleting a noncurrent version while a GET of it streams: the GET returns it whole
-    (the version's data folder outlives its readers, src/object/commit.c OBJ-6), and it is gone after."""
+    (the version's data folder outlives its readers, OBJ-6 in src/object/commit.c), and it
+    is gone after."""
     old = os.urandom(40 * 1024 * 1024)  # 8 parts: more than socket buffers hold in flight
     up = s3.create_multipart_upload(Bucket=vb, Key="k")["UploadId"]
     parts = []

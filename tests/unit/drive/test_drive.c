@@ -342,7 +342,8 @@ static ino_t ino_of(const char *rel)
 }
 
 /* A deleted record's file is kept in tmp and reused by the next small write (the pool,
- * local_pool.c POOL-1..POOL-3): same inode, the new bytes only; never a file that is also a version. */
+ * local_pool.c POOL-1..POOL-3): same inode, the new bytes only; never a file that is also a
+ * version. */
 TEST(test_record_pool)
 {
 	cn_drive *d = open_fresh(false);

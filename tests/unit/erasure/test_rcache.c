@@ -1,4 +1,4 @@
-/* Unit tests for the record cache (src/erasure/rcache.c, rules RCACHE-1..RCACHE-2 in erasure_int.h). */
+/* Unit tests for the record cache (src/erasure/rcache.c, RCACHE-1, RCACHE-2 in erasure_int.h). */
 #include "erasure/erasure_int.h"
 #include "test.h"
 
