@@ -23,8 +23,7 @@ while the objects are verified and the next round writes). Rounds do not wait fo
 a key may miss the records of the drive lost this round and of the one lost the round before
 when the kill cuts an overwrite of it short; the version it replaced must still read back
 (the commit keeps it as the previous record until the new one is durable: EC-15 and
-docs/ARCHITECTURE.md "What a crash during an overwrite can cost"). Before EC-15 that failed
-in 3 of ~20 runs under load (2026-12-04).
+docs/ARCHITECTURE.md "Overwrites cut short: previous records").
 
 Usage: /usr/bin/python3 tests/integration/durability.py [--drives N [--lose-drive]] [--rounds R]
 (CAIRN_BIN selects the binary)

@@ -1194,10 +1194,10 @@ def test_hung_workers_are_replaced(need_multi_drive, drive_server, root):
 def test_stop_with_hung_requests(need_multi_drive, drive_server, root):
     """SIGTERM while 2 GETs hang on FIFO'd records: the server waits
     CAIRN_SHUTDOWN_TIMEOUT (2 s here) for them, then exits with status 1 without freeing
-    what the hung workers still use (before, it freed the loops, the S3 layer and the
-    drives under them and a call returning then used freed memory: the FIFOs give way
-    0.5 s past the limit here, which an ASan build of the old code may catch). Restarted, every object reads
-    back and heal rewrites the records."""
+    what the hung workers still use (freeing the loops, the S3 layer and the drives under
+    them would let a call returning later use freed memory: the FIFOs give way 0.5 s past
+    the limit here, which an ASan build catches). Restarted, every object reads back and
+    heal rewrites the records."""
     srv, b, keys, body, hung = hung_keys_setup(
         drive_server, root, {"CAIRN_DRIVE_MAX_TIMEOUT": "60s", "CAIRN_SHUTDOWN_TIMEOUT": "2s"}, 4, 2)
     results = {}

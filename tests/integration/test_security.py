@@ -214,7 +214,7 @@ def test_anonymous_slow_bodies_hold_no_worker(small_pool, head):
         finally:
             stop.set()
             t.join()
-        assert max(took) < 3, took  # was: no answer for 75 s with 140 connections
+        assert max(took) < 3, took  # a held worker would leave it unanswered for 75 s
     finally:
         for s in socks:
             s.close()
