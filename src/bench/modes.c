@@ -542,70 +542,148 @@ static int run_sweep(eng *g, progress *pr, phase *tmpl)
 	return rc;
 }
 
-int cn_bench_run(const cn_bench_cfg *c)
+/* Flags no mode can run with: a one-line message, false. */
+static bool cfg_ok(const cn_bench_cfg *c)
 {
 	if (c->concurrent < 1 || c->concurrent > 100000 || (c->mode != CN_BENCH_MULTIPART && c->mode != CN_BENCH_LIST &&
 	                                                      c->mode != CN_BENCH_DELETE && c->mode != CN_BENCH_STAT && !c->obj_size)) {
 		fprintf(stderr, "cairn bench: --concurrent must be 1..100000 and --obj.size > 0\n");
-		return 2;
+		return false;
 	}
 	if (c->mode == CN_BENCH_MULTIPART && (c->parts < 1 || c->parts > 10000 || c->part_size < 1)) {
 		fprintf(stderr, "cairn bench: --parts must be 1..10000 and --part.size > 0\n");
-		return 2;
+		return false;
 	}
 	if (c->mode == CN_BENCH_MIXED &&
 	    c->get_distrib + c->put_distrib + c->stat_distrib + c->delete_distrib <= 0) {
 		fprintf(stderr, "cairn bench: the --*-distrib percentages add up to 0\n");
+		return false;
+	}
+	return true;
+}
+
+/* The driver of a distributed run: the agents do the work; their records merge into one
+ * report (and one benchdata file). Returns the exit status. */
+static int run_as_driver(const cn_bench_cfg *c)
+{
+	cn_bench_cfg cc = *c;
+	eng g;
+	char err[512] = "";
+	if (cn_bench_eng_init(&g, &cc, err, sizeof err)) {
+		fprintf(stderr, "cairn bench: %s\n", err[0] ? err : "out of memory");
+		cn_bench_eng_free(&g);
 		return 2;
 	}
-	if (c->agents && *c->agents) {
-		/* driver: the agents do the work; records merge into one report */
-		cn_bench_cfg cc = *c;
-		eng g;
-		char err[512] = "";
-		if (cn_bench_eng_init(&g, &cc, err, sizeof err)) {
-			fprintf(stderr, "cairn bench: %s\n", err[0] ? err : "out of memory");
-			cn_bench_eng_free(&g);
-			return 2;
-		}
-		cn_bench_acc acc;
-		cn_bench_rec *recs = NULL;
-		size_t nrec = 0;
-		int rc = 1;
-		if (!cn_bench_acc_init(&acc, g.hosts, g.nhosts, c->concurrent)) {
-			if (cn_bench_agents_run(c, &acc, &recs, &nrec, err, sizeof err)) {
-				fprintf(stderr, "cairn bench: %s\n", err);
-			} else {
-				int64_t errors;
-				if (c->json) {
-					char *j = cn_bench_report_json(&acc, NULL);
-					printf("%s\n", j ? j : "{}");
-					free(j);
-				} else {
-					cn_bench_report_all(&acc, NULL, stdout);
-				}
-				errors = 0;
-				for (int o = 0; o < CN_BOP__COUNT; o++)
-					errors += (int64_t)acc.op[o].errors;
-				rc = errors ? 1 : 0;
-				if (c->benchdata) {
-					cn_bench_meta m = { .concurrency = acc.concurrency, .hosts = g.hosts, .nhosts = g.nhosts,
-					                    .start_unix_ns = c->start_unix_ns };
-					snprintf(m.mode, sizeof m.mode, "%s", mode_name(c->mode));
-					if (nrec > 1)
-						qsort(recs, nrec, sizeof *recs, cmp_rec);
-					if (cn_bench_data_write(c->benchdata, &m, recs, nrec)) {
-						fprintf(stderr, "cairn bench: cannot write %s\n", c->benchdata);
-						rc = 1;
-					}
-				}
-			}
-			cn_bench_acc_fini(&acc);
-		}
-		free(recs);
-		cn_bench_eng_free(&g);
-		return rc;
+	cn_bench_acc acc;
+	cn_bench_rec *recs = NULL;
+	size_t nrec = 0;
+	int rc = 1;
+	if (cn_bench_acc_init(&acc, g.hosts, g.nhosts, c->concurrent))
+		goto out;
+	if (cn_bench_agents_run(c, &acc, &recs, &nrec, err, sizeof err)) {
+		fprintf(stderr, "cairn bench: %s\n", err);
+		goto out_acc;
 	}
+	if (c->json) {
+		char *j = cn_bench_report_json(&acc, NULL);
+		printf("%s\n", j ? j : "{}");
+		free(j);
+	} else {
+		cn_bench_report_all(&acc, NULL, stdout);
+	}
+	int64_t errors = 0;
+	for (int o = 0; o < CN_BOP__COUNT; o++)
+		errors += (int64_t)acc.op[o].errors;
+	rc = errors ? 1 : 0;
+	if (c->benchdata) {
+		cn_bench_meta m = { .concurrency = acc.concurrency, .hosts = g.hosts, .nhosts = g.nhosts,
+		                    .start_unix_ns = c->start_unix_ns };
+		snprintf(m.mode, sizeof m.mode, "%s", mode_name(c->mode));
+		if (nrec > 1)
+			qsort(recs, nrec, sizeof *recs, cmp_rec);
+		if (cn_bench_data_write(c->benchdata, &m, recs, nrec)) {
+			fprintf(stderr, "cairn bench: cannot write %s\n", c->benchdata);
+			rc = 1;
+		}
+	}
+out_acc:
+	cn_bench_acc_fini(&acc);
+out:
+	free(recs);
+	cn_bench_eng_free(&g);
+	return rc;
+}
+
+/* Multipart mode, before the clock: the upload initiated, room for the parts' ETags, and
+ * with --verify each part's expected hash. */
+static bool prepare_multipart(eng *g, const cn_bench_cfg *c)
+{
+	if (!mp_initiate(g))
+		return false;
+	g->etags = calloc((size_t)c->parts, sizeof *g->etags);
+	g->nobj = (uint64_t)c->parts;
+	if (!g->etags)
+		return false;
+	if (c->verify) {
+		g->hash = calloc((size_t)c->parts, sizeof *g->hash);
+		if (!g->hash)
+			return false;
+		for (int i = 0; i < c->parts; i++) {
+			uint64_t size, off;
+			cn_bench_obj_shape(g, (uint64_t)i, &size, &off);
+			g->hash[i] = XXH3_64bits(g->payload + off, (size_t)size);
+		}
+	}
+	return true;
+}
+
+/* Multipart mode's run: one clock, two phases — the upload (PUTPART, then the completion
+ * timed apart), then ranged GETs of the parts; each op's report has its own segments.
+ * Returns the exit status (1 on a failed phase or any error). */
+static int run_multipart(eng *g, const cn_bench_cfg *c, progress *pr, cn_bench_acc *acc,
+                         int64_t start_unix)
+{
+	phase up;
+	cn_bench_phase_init(&up, GEN_PUT_PARTS);
+	up.count = (uint64_t)c->parts;
+	up.rate = c->rate;
+	up.deadline = cn_mono_ns() + 3600 * NS;
+	uint64_t up_t0 = cn_mono_ns();
+	if (measure_phase(g, &up, pr, true))
+		return 1;
+	uint64_t up_ns = cn_mono_ns() - up_t0;
+	uint64_t upload_errs = 0;
+	for (int t = 0; t < g->nthreads; t++)
+		upload_errs += g->w[t].acc.op[CN_BOP_PUTPART].errors;
+	uint64_t done_t0 = cn_mono_ns();
+	bool completed = !upload_errs && mp_complete(g, c->parts);
+	uint64_t done_ns = cn_mono_ns() - done_t0;
+	if (completed && !c->quiet)
+		fprintf(stderr, "CompleteMultipartUpload: %d parts in %.1f ms = %.2f%% of the upload "
+		        "phase (%.1f s)\n", c->parts, (double)done_ns / 1e6,
+		        up_ns ? 100.0 * (double)done_ns / (double)up_ns : 0.0, (double)up_ns / 1e9);
+	if (!completed) {
+		fprintf(stderr, "cairn bench: the upload did not complete; no GET phase\n");
+	} else {
+		phase ph;
+		cn_bench_phase_init(&ph, GEN_GET_PARTS);
+		ph.count = (uint64_t)c->parts;
+		ph.rate = c->rate;
+		if (measure_phase(g, &ph, pr, false))
+			return 1;
+	}
+	if (merge_workers(g, acc))
+		return 1;
+	int64_t errs = finish_report(g, acc, pr, start_unix);
+	return errs == 0 && !upload_errs ? 0 : 1;
+}
+
+int cn_bench_run(const cn_bench_cfg *c)
+{
+	if (!cfg_ok(c))
+		return 2;
+	if (c->agents && *c->agents)
+		return run_as_driver(c);
 
 	eng g;
 	char err[512] = "";
@@ -631,22 +709,8 @@ int cn_bench_run(const cn_bench_cfg *c)
 	cn_bench_phase_init(&ph, measured_gen(c->mode));
 	ph.rate = c->rate;
 	if (c->mode == CN_BENCH_MULTIPART) {
-		if (!mp_initiate(&g))
+		if (!prepare_multipart(&g, c))
 			goto out;
-		g.etags = calloc((size_t)c->parts, sizeof *g.etags);
-		g.nobj = (uint64_t)c->parts;
-		if (!g.etags)
-			goto out;
-		if (c->verify) {
-			g.hash = calloc((size_t)c->parts, sizeof *g.hash);
-			if (!g.hash)
-				goto out;
-			for (int i = 0; i < c->parts; i++) {
-				uint64_t size, off;
-				cn_bench_obj_shape(&g, (uint64_t)i, &size, &off);
-				g.hash[i] = XXH3_64bits(g.payload + off, (size_t)size);
-			}
-		}
 	} else if (c->mode != CN_BENCH_PUT) {
 		if (!prepare_objects(&g, c->objects, &pr))
 			goto cleanup_out;
@@ -666,40 +730,7 @@ int cn_bench_run(const cn_bench_cfg *c)
 		goto cleanup_out;
 	}
 	if (c->mode == CN_BENCH_MULTIPART) {
-		phase up;
-		cn_bench_phase_init(&up, GEN_PUT_PARTS);
-		up.count = (uint64_t)c->parts;
-		up.rate = c->rate;
-		up.deadline = cn_mono_ns() + 3600 * NS;
-		/* one run, two phases on one clock: the upload (PUTPART), then ranged GETs of the
-		 * parts; each op's report has its own segments */
-		uint64_t up_t0 = cn_mono_ns();
-		if (measure_phase(&g, &up, &pr, true))
-			goto cleanup_out;
-		uint64_t up_ns = cn_mono_ns() - up_t0;
-		uint64_t upload_errs = 0;
-		for (int t = 0; t < g.nthreads; t++)
-			upload_errs += g.w[t].acc.op[CN_BOP_PUTPART].errors;
-		uint64_t done_t0 = cn_mono_ns();
-		bool completed = !upload_errs && mp_complete(&g, c->parts);
-		uint64_t done_ns = cn_mono_ns() - done_t0;
-		if (completed && !c->quiet)
-			fprintf(stderr, "CompleteMultipartUpload: %d parts in %.1f ms = %.2f%% of the upload "
-			        "phase (%.1f s)\n", c->parts, (double)done_ns / 1e6,
-			        up_ns ? 100.0 * (double)done_ns / (double)up_ns : 0.0, (double)up_ns / 1e9);
-		if (!completed) {
-			fprintf(stderr, "cairn bench: the upload did not complete; no GET phase\n");
-		} else {
-			cn_bench_phase_init(&ph, GEN_GET_PARTS);
-			ph.count = (uint64_t)c->parts;
-			ph.rate = c->rate;
-			if (measure_phase(&g, &ph, &pr, false))
-				goto cleanup_out;
-		}
-		if (merge_workers(&g, &acc))
-			goto cleanup_out;
-		int64_t errs = finish_report(&g, &acc, &pr, start_unix);
-		rc = errs == 0 && !upload_errs ? 0 : 1;
+		rc = run_multipart(&g, c, &pr, &acc, start_unix);
 		goto cleanup_out;
 	}
 	if (measure(&g, &ph, &pr, &acc)) {
