@@ -142,6 +142,12 @@ void cn_s3_create_bucket(cn_s3_req *r)
 		cn_xml_free(root);
 	}
 	cn_err e = cn_obj_make_bucket(r->store, r->bucket);
+	/* AWS answers 200 to creating a bucket its caller already owns in us-east-1 (that
+	 * region's legacy behaviour, documented for CreateBucket) and 409
+	 * BucketAlreadyOwnedByYou in every other region. cairn has one owner, so an existing
+	 * bucket is always the caller's. */
+	if (e == CN_ERR_BUCKET_EXISTS && !strcmp(server_region(r), "us-east-1"))
+		e = CN_OK;
 	if (e) {
 		cn_s3_error_from(r, e);
 		return;

@@ -50,9 +50,9 @@ def test_put_object_missing_bucket(s3):
 
 
 def test_create_twice_owned_by_you(s3, bucket):
-    with pytest.raises(ClientError) as e:
-        s3.create_bucket(Bucket=bucket)
-    assert err_code(e.value) == ("BucketAlreadyOwnedByYou", 409)
+    # AWS in us-east-1 (the suite's region): 200 for a bucket the caller owns; other regions
+    # answer 409 BucketAlreadyOwnedByYou (test_aws_answers.py).
+    assert s3.create_bucket(Bucket=bucket)["ResponseMetadata"]["HTTPStatusCode"] == 200
 
 
 def test_delete_not_empty(s3, bucket):

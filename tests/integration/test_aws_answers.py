@@ -1,0 +1,55 @@
+"""Answers that must be exactly AWS S3's (status, code, headers) where cairn's own choice
+would be plausible too: CreateBucket of an owned bucket in us-east-1, no x-amz-version-id in
+a bucket never versioned, a repeated CompleteMultipartUpload, a part uploaded twice, more than
+10 object tags, an UploadPartCopy range outside its source, an empty continuation-token,
+control characters in listings, presigned X-Amz-Expires out of range and malformed presigned
+queries, a SigV2 Date before the epoch, a POST form sent to another bucket than its policy's.
+docs/S3-ERRORS.md names these tests beside the rows they cover."""
+
+import base64
+import datetime
+import hashlib
+import hmac
+import json
+import threading
+import urllib.parse
+import xml.etree.ElementTree as ET
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from conftest import (ACCESS, REGION, S3NS, SECRET, empty_bucket, err_code, raw, running_server,
+                      signing_key, unique_bucket)
+
+MIB = 1024 * 1024
+MIN = 5 * MIB
+
+
+def _headers(resp):
+    return resp["ResponseMetadata"]["HTTPHeaders"]
+
+
+# --- CreateBucket ---------------------------------------------------------------------------
+
+def test_create_owned_bucket_in_us_east_1_is_200(s3, bucket):
+    # AWS's legacy us-east-1 behaviour: creating a bucket you already own succeeds.
+    r = s3.create_bucket(Bucket=bucket)
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 200
+    s3.head_bucket(Bucket=bucket)
+
+
+def test_create_owned_bucket_elsewhere_is_409():
+    region = "eu-west-1"
+    with running_server(extra_args=["--region", region]) as srv:
+        c = boto3.client("s3", endpoint_url=srv.endpoint, aws_access_key_id=ACCESS,
+                         aws_secret_access_key=SECRET, region_name=region,
+                         config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                                       retries={"max_attempts": 0}))
+        name = unique_bucket("owned")
+        cfg = {"LocationConstraint": region}
+        c.create_bucket(Bucket=name, CreateBucketConfiguration=cfg)
+        with pytest.raises(ClientError) as e:
+            c.create_bucket(Bucket=name, CreateBucketConfiguration=cfg)
+        assert err_code(e.value) == ("BucketAlreadyOwnedByYou", 409)
