@@ -106,6 +106,8 @@ void cn_s3_list_objects(cn_s3_req *r)
 	const char *marker = v2 ? NULL : cn_s3_query(r, "marker");
 	const char *start_after = v2 ? cn_s3_query(r, "start-after") : NULL;
 	const char *token = v2 ? cn_s3_query(r, "continuation-token") : NULL;
+	if (token && !token[0])
+		token = NULL; /* AWS: an empty token lists from the start */
 	const char *fo = cn_s3_query(r, "fetch-owner");
 	bool fetch_owner = v2 && fo && !strcasecmp(fo, "true");
 	if (!prefix)

@@ -53,3 +53,38 @@ def test_create_owned_bucket_elsewhere_is_409():
         with pytest.raises(ClientError) as e:
             c.create_bucket(Bucket=name, CreateBucketConfiguration=cfg)
         assert err_code(e.value) == ("BucketAlreadyOwnedByYou", 409)
+
+
+# --- listings ------------------------------------------------------------------------------------
+
+def test_empty_continuation_token_lists_from_the_start(server, s3, bucket):
+    for k in ("a", "b"):
+        s3.put_object(Bucket=bucket, Key=k, Body=b"x")
+    r = raw(server, "GET", f"/{bucket}", query=[("list-type", "2"), ("continuation-token", "")])
+    assert r.status == 200, r
+    root = ET.fromstring(r.body)
+    assert [c.find(S3NS + "Key").text for c in root.findall(S3NS + "Contents")] == ["a", "b"]
+
+
+@pytest.mark.parametrize("list_type", ["1", "2"])
+def test_control_characters_are_xml_character_references(server, s3, bucket, list_type):
+    s3.put_object(Bucket=bucket, Key="line\none", Body=b"x")
+    s3.put_object(Bucket=bucket, Key="tab\tdir/x", Body=b"x")
+    q = [("prefix", "line\n")] + ([("list-type", "2")] if list_type == "2" else [])
+    r = raw(server, "GET", f"/{bucket}", query=q)
+    assert r.status == 200, r
+    assert b"<Key>line&#10;one</Key>" in r.body, r.body
+    assert b"<Prefix>line&#10;</Prefix>" in r.body, r.body
+    assert ET.fromstring(r.body).find(S3NS + "Contents").find(S3NS + "Key").text == "line\none"
+    q = [("delimiter", "/")] + ([("list-type", "2")] if list_type == "2" else [])
+    r = raw(server, "GET", f"/{bucket}", query=q)
+    assert b"<Prefix>tab&#9;dir/</Prefix>" in r.body, r.body
+    # with encoding-type=url they are percent-encoded, as before
+    r = raw(server, "GET", f"/{bucket}", query=q + [("encoding-type", "url")])
+    assert b"<Prefix>tab%09dir/</Prefix>" in r.body, r.body
+
+
+def test_control_characters_in_version_listing(server, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="v\rkey", Body=b"x")
+    r = raw(server, "GET", f"/{bucket}", query=[("versions", "")])
+    assert r.status == 200 and b"<Key>v&#13;key</Key>" in r.body, r.body
