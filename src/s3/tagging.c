@@ -147,9 +147,11 @@ static verdict validate(tag *t, size_t n, size_t max, bool from_header)
 {
 	verdict bad_key = { CN_S3_InvalidTag, MSG_KEY }, bad_value = { CN_S3_InvalidTag, MSG_VALUE };
 
+	/* Too many tags: AWS answers InvalidTag for an object's (MinIO: BadRequest); a
+	 * bucket's keep MinIO's BadRequest (docs/S3-ERRORS.md). */
 	if (n > max)
-		return (verdict){ CN_S3_BadRequest,
-		                  max == OBJECT_TAGS_MAX ? MSG_OBJ_COUNT : MSG_BUCKET_COUNT };
+		return max == OBJECT_TAGS_MAX ? (verdict){ CN_S3_InvalidTag, MSG_OBJ_COUNT }
+		                              : (verdict){ CN_S3_BadRequest, MSG_BUCKET_COUNT };
 	for (size_t i = 0; i < n; i++) {
 		if (!cn_utf8_valid(t[i].key, t[i].klen) || !cn_utf8_valid(t[i].value, t[i].vlen))
 			return from_header ? (verdict){ CN_S3_InvalidArgument, MSG_HEADER } : bad_key;

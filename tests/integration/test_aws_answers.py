@@ -55,6 +55,19 @@ def test_create_owned_bucket_elsewhere_is_409():
         assert err_code(e.value) == ("BucketAlreadyOwnedByYou", 409)
 
 
+# --- tags ---------------------------------------------------------------------------------------
+
+def test_more_than_ten_object_tags_is_invalid_tag(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="t", Body=b"x")
+    tags = {"TagSet": [{"Key": f"k{i}", "Value": "v"} for i in range(11)]}
+    with pytest.raises(ClientError) as e:
+        s3.put_object_tagging(Bucket=bucket, Key="t", Tagging=tags)
+    assert err_code(e.value) == ("InvalidTag", 400)
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="t2", Body=b"x", Tagging="&".join(f"k{i}=v" for i in range(11)))
+    assert err_code(e.value) == ("InvalidTag", 400)
+
+
 # --- listings ------------------------------------------------------------------------------------
 
 def test_empty_continuation_token_lists_from_the_start(server, s3, bucket):
