@@ -331,7 +331,8 @@ static bool upload_checksum(cn_s3_req *r, const char *upload_id, cn_cksum_algo *
 	return true;
 }
 
-/* x-amz-copy-source-range "bytes=first-last" within size. 0 ok, else sent an error. */
+/* x-amz-copy-source-range "bytes=first-last" within size. true when it is; else the error
+ * is sent: InvalidArgument for a malformed value, InvalidRange for one outside the source. */
 static bool copy_range(cn_s3_req *r, const char *v, int64_t size, int64_t *off, int64_t *len)
 {
 	uint64_t a, b;
@@ -343,10 +344,11 @@ static bool copy_range(cn_s3_req *r, const char *v, int64_t size, int64_t *off, 
 	char *first = cn_s3_strndup(r, v + 6, (size_t)(dash - (v + 6)));
 	if (!cn_s3_parse_uint(first, INT64_MAX, &a) || !cn_s3_parse_uint(dash + 1, INT64_MAX, &b) || b < a)
 		goto bad;
+	/* Well-formed but outside the source: AWS's 416 InvalidRange (MinIO: InvalidArgument). */
 	if ((int64_t)b >= size) {
-		cn_s3_error(r, CN_S3_InvalidArgument,
-		            msgf(r, "Range specified is not valid for source object of size: %lld",
-		                 (long long)size));
+		r->error_elem = "RangeRequested";
+		r->error_elem_value = v;
+		cn_s3_error(r, CN_S3_InvalidRange, NULL);
 		return false;
 	}
 	*off = (int64_t)a;

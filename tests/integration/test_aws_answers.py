@@ -68,6 +68,22 @@ def test_more_than_ten_object_tags_is_invalid_tag(s3, bucket):
     assert err_code(e.value) == ("InvalidTag", 400)
 
 
+# --- UploadPartCopy range ------------------------------------------------------------------------
+
+def test_upload_part_copy_range_outside_source_is_invalid_range(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="src", Body=b"0123456789")
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="dst")["UploadId"]
+    cs = {"Bucket": bucket, "Key": "src"}
+    for rng in ("bytes=0-10", "bytes=10-12", "bytes=50-60"):
+        with pytest.raises(ClientError) as e:
+            s3.upload_part_copy(Bucket=bucket, Key="dst", UploadId=uid, PartNumber=1, CopySource=cs,
+                                CopySourceRange=rng)
+        assert err_code(e.value) == ("InvalidRange", 416), rng
+    r = s3.upload_part_copy(Bucket=bucket, Key="dst", UploadId=uid, PartNumber=1, CopySource=cs,
+                            CopySourceRange="bytes=0-9")
+    assert r["CopyPartResult"]["ETag"] == '"%s"' % hashlib.md5(b"0123456789").hexdigest()
+
+
 # --- listings ------------------------------------------------------------------------------------
 
 def test_empty_continuation_token_lists_from_the_start(server, s3, bucket):
