@@ -871,10 +871,34 @@ typedef struct complete_ctx {
 	cn_cksum_algo algo;
 	bool full_object;
 	const char *expected;     /* x-amz-checksum-<algo> header of the request, or NULL */
+	const char *upload_id;    /* recorded in the object's meta (CN_S3_UPLOAD_ID_META) */
 	char value[CN_CKSUM_MAX_B64 + 8];
 	cn_s3_code fail;
 	const char *fail_msg;
 } complete_ctx;
+
+/* The entries a completion adds to the object's meta: name = value, and name2 = value2
+ * when name2 is not NULL. Ownership passes to the object layer (cn_obj_complete_seal). */
+static cn_err add_meta(cn_kv **add, size_t *nadd, const char *name, const char *value,
+                       const char *name2, const char *value2)
+{
+	size_t n = name2 ? 2 : 1;
+	cn_kv *kv = calloc(n, sizeof *kv);
+	bool ok = kv != NULL;
+	for (size_t i = 0; ok && i < n; i++) {
+		kv[i].name = strdup(i ? name2 : name);
+		kv[i].value = strdup(i ? value2 : value);
+		ok = kv[i].name && kv[i].value;
+	}
+	if (!ok) {
+		if (kv)
+			cn_kvs_free(kv, n);
+		return CN_ERR_NOMEM;
+	}
+	*add = kv;
+	*nadd = n;
+	return CN_OK;
+}
 
 static cn_err complete_seal(void *ctx, const cn_obj_info *parts, size_t nparts, cn_kv **add,
                             size_t *nadd)
@@ -890,7 +914,7 @@ static cn_err complete_seal(void *ctx, const cn_obj_info *parts, size_t nparts, 
 
 	*nadd = 0;
 	if (c->algo == CN_CKSUM_NONE)
-		return CN_OK;
+		return add_meta(add, nadd, CN_S3_UPLOAD_ID_META, c->upload_id, NULL, NULL);
 	CN_ASSERT(nparts == c->doc->n);
 	memset(&h, 0, sizeof h);
 	memset(&poly, 0, sizeof poly);
@@ -940,23 +964,7 @@ static cn_err complete_seal(void *ctx, const cn_obj_info *parts, size_t nparts, 
 		e = CN_ERR_DIGEST;
 		goto out;
 	}
-	/* Ownership passes to the object layer (object.h, cn_put_opts.seal). */
-	cn_kv *kv = calloc(1, sizeof *kv);
-	if (kv) {
-		kv->name = strdup(cn_cksum_header(c->algo));
-		kv->value = strdup(c->value);
-	}
-	if (!kv || !kv->name || !kv->value) {
-		if (kv) {
-			free(kv->name);
-			free(kv->value);
-		}
-		free(kv);
-		e = CN_ERR_NOMEM;
-		goto out;
-	}
-	*add = kv;
-	*nadd = 1;
+	e = add_meta(add, nadd, CN_S3_UPLOAD_ID_META, c->upload_id, cn_cksum_header(c->algo), c->value);
 out:
 	cn_cksum_fini(&h);
 	return e;
@@ -976,48 +984,15 @@ static cn_err location(cn_s3_req *r, cn_buf *out)
 	return e;
 }
 
-void cn_s3_complete_multipart(cn_s3_req *r)
+/* Sends CompleteMultipartUploadResult: the object's ETag, its checksum (algo NONE: none)
+ * and x-amz-version-id when the object has a version id. */
+static void send_complete_result(cn_s3_req *r, const char *etag, cn_cksum_algo algo,
+                                 const char *cksum, bool full_object, const char *version_id)
 {
-	const char *upload_id;
-	complete_doc d;
-	complete_ctx c;
-	cn_upload_info u;
-	cn_obj_info out;
 	cn_buf b, loc;
-	cn_err e;
-
-	if (!upload_id_arg(r, &upload_id) || !key_ok(r))
-		return;
-	memset(&d, 0, sizeof d);
-	memset(&c, 0, sizeof c);
-	memset(&u, 0, sizeof u);
-	cn_obj_info_init(&out);
 	cn_buf_init(&b);
 	cn_buf_init(&loc);
-	if (!read_complete_doc(r, &d))
-		goto done;
-	e = cn_obj_upload_stat(r->store, r->bucket, r->key, upload_id, &u);
-	if (e != CN_OK) {
-		cn_s3_error_from(r, e);
-		goto done;
-	}
-	if (!cn_s3_write_conditions(r))
-		goto done; /* the upload stays: AWS lets the client complete it otherwise */
-	c.r = r;
-	c.doc = &d;
-	c.algo = upload_algo(&u, &c.full_object);
-	if (c.algo != CN_CKSUM_NONE)
-		c.expected = cn_s3_header(r, cn_cksum_header(c.algo));
-	e = cn_obj_upload_complete(r->store, r->bucket, r->key, upload_id, d.parts, d.n,
-	                           complete_seal, &c, &out);
-	if (e != CN_OK) {
-		if (c.fail != CN_S3_OK)
-			cn_s3_error(r, c.fail, c.fail_msg);
-		else
-			cn_s3_error_from(r, e);
-		goto done;
-	}
-	e = location(r, &loc);
+	cn_err e = location(r, &loc);
 	if (!e)
 		e = cn_xml_decl(&b);
 	if (!e)
@@ -1029,26 +1004,104 @@ void cn_s3_complete_multipart(cn_s3_req *r)
 	if (!e)
 		e = cn_xml_elem(&b, "Key", r->key);
 	if (!e)
-		e = cn_xml_elemf(&b, "ETag", "\"%s\"", out.etag);
-	if (!e && c.algo != CN_CKSUM_NONE)
-		e = elem_checksum(&b, c.algo, c.value);
-	if (!e && c.algo != CN_CKSUM_NONE)
-		e = cn_xml_elem(&b, "ChecksumType", c.full_object ? "FULL_OBJECT" : "COMPOSITE");
+		e = cn_xml_elemf(&b, "ETag", "\"%s\"", etag);
+	if (!e && algo != CN_CKSUM_NONE)
+		e = elem_checksum(&b, algo, cksum);
+	if (!e && algo != CN_CKSUM_NONE)
+		e = cn_xml_elem(&b, "ChecksumType", full_object ? "FULL_OBJECT" : "COMPOSITE");
 	if (!e)
 		e = cn_xml_close(&b, "CompleteMultipartUploadResult");
 	if (e) {
 		cn_s3_error(r, CN_S3_InternalError, NULL);
+	} else {
+		cn_s3_reply_version_id(r, version_id);
+		cn_s3_send_xml(r, 200, &b);
+	}
+	cn_buf_fini(&b);
+	cn_buf_fini(&loc);
+}
+
+/* A completion repeated after it succeeded (a client retrying after a lost answer) gets the
+ * first answer again, as from AWS. The object a completion makes records its upload id
+ * (CN_S3_UPLOAD_ID_META; CopyObject does not carry it over); while the key's current
+ * version is that object and the request lists the same parts (numbers and ETags), the
+ * answer is that object's. Otherwise the upload is unknown: NoSuchUpload, as AWS after it
+ * forgets a completed upload. True when the answer was sent. */
+static bool answer_completed(cn_s3_req *r, const char *upload_id, const complete_doc *d)
+{
+	cn_obj_info info;
+	cn_obj_info_init(&info);
+	bool same = cn_obj_stat(r->store, r->bucket, r->key, &info) == CN_OK && !info.delete_marker;
+	const char *uid = same ? cn_obj_info_get(&info, CN_S3_UPLOAD_ID_META) : NULL;
+	same = uid && !strcmp(uid, upload_id) && info.nparts == d->n;
+	for (size_t i = 0; same && i < d->n; i++)
+		same = info.parts[i].number == d->parts[i].number &&
+		       !strcasecmp(info.parts[i].etag, d->parts[i].etag);
+	if (same) {
+		cn_cksum_algo algo = CN_CKSUM_NONE;
+		const char *cksum = NULL;
+		for (size_t i = 0; i < info.nmeta && algo == CN_CKSUM_NONE; i++) {
+			algo = cn_cksum_from_header(cn_str_c(info.meta[i].name));
+			cksum = info.meta[i].value;
+		}
+		const char *t = cn_obj_info_get(&info, "x-amz-checksum-type");
+		send_complete_result(r, info.etag, algo, cksum, t && !strcmp(t, "FULL_OBJECT"),
+		                     info.version_id);
+	}
+	cn_obj_info_fini(&info);
+	return same;
+}
+
+void cn_s3_complete_multipart(cn_s3_req *r)
+{
+	const char *upload_id;
+	complete_doc d;
+	complete_ctx c;
+	cn_upload_info u;
+	cn_obj_info out;
+	cn_err e;
+
+	if (!upload_id_arg(r, &upload_id) || !key_ok(r))
+		return;
+	memset(&d, 0, sizeof d);
+	memset(&c, 0, sizeof c);
+	memset(&u, 0, sizeof u);
+	cn_obj_info_init(&out);
+	if (!read_complete_doc(r, &d))
+		goto done;
+	e = cn_obj_upload_stat(r->store, r->bucket, r->key, upload_id, &u);
+	if (e == CN_ERR_NO_UPLOAD && answer_completed(r, upload_id, &d))
+		goto done;
+	if (e != CN_OK) {
+		cn_s3_error_from(r, e);
 		goto done;
 	}
-	cn_s3_reply_version_id(r, out.version_id);
-	cn_s3_send_xml(r, 200, &b);
+	if (!cn_s3_write_conditions(r))
+		goto done; /* the upload stays: AWS lets the client complete it otherwise */
+	c.r = r;
+	c.doc = &d;
+	c.upload_id = upload_id;
+	c.algo = upload_algo(&u, &c.full_object);
+	if (c.algo != CN_CKSUM_NONE)
+		c.expected = cn_s3_header(r, cn_cksum_header(c.algo));
+	e = cn_obj_upload_complete(r->store, r->bucket, r->key, upload_id, d.parts, d.n,
+	                           complete_seal, &c, &out);
+	/* A concurrent completion of the same upload may have finished first. */
+	if (e == CN_ERR_NO_UPLOAD && answer_completed(r, upload_id, &d))
+		goto done;
+	if (e != CN_OK) {
+		if (c.fail != CN_S3_OK)
+			cn_s3_error(r, c.fail, c.fail_msg);
+		else
+			cn_s3_error_from(r, e);
+		goto done;
+	}
+	send_complete_result(r, out.etag, c.algo, c.value, c.full_object, out.version_id);
 done:
 	free(d.parts);
 	free(d.given);
 	cn_upload_info_fini(&u);
 	cn_obj_info_fini(&out);
-	cn_buf_fini(&b);
-	cn_buf_fini(&loc);
 }
 
 /* ---- AbortMultipartUpload ----------------------------------------------------------------- */

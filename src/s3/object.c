@@ -718,6 +718,7 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 			meta_set(&m, "x-amz-website-redirect-location", (char *)wr);
 	}
 	meta_remove(&m, CN_S3_TAGGING_META);
+	meta_remove(&m, CN_S3_UPLOAD_ID_META); /* the copy is no upload's completion */
 	if (!tag_replace)
 		new_tags = cn_obj_info_get(&sinfo, CN_S3_TAGGING_META);
 	if (new_tags)

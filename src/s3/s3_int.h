@@ -287,10 +287,14 @@ void cn_s3_delete_bucket_tagging(cn_s3_req *r);
  * k1=v1&k2=v2 percent-encoded); absent when the object has no tags. GET/HEAD never return
  * it as a header. */
 #define CN_S3_TAGGING_META "x-amz-tagging"
+/* The object meta entry naming the multipart upload a completion made the object from
+ * (s3/multipart.c: a repeated completion answers as the first); never sent to clients
+ * and not copied by CopyObject. */
+#define CN_S3_UPLOAD_ID_META "x-cairn-upload-id"
 /* Validates and normalises the request's x-amz-tagging header (PutObject, CopyObject with
  * REPLACE, CreateMultipartUpload): *canon gets the canonical form to store under
  * CN_S3_TAGGING_META (arena), or NULL when the header is absent or holds no tags. Returns
- * false after sending the error (InvalidTag, InvalidArgument, BadRequest for > 10 tags). */
+ * false after sending the error (InvalidTag, also for > 10 tags; InvalidArgument). */
 bool cn_s3_tagging_from_request(cn_s3_req *r, const char **canon);
 /* Number of tags in a stored canonical form (0 for NULL or ""): x-amz-tagging-count. */
 size_t cn_s3_tagging_count(const char *stored);

@@ -55,6 +55,139 @@ def test_create_owned_bucket_elsewhere_is_409():
         assert err_code(e.value) == ("BucketAlreadyOwnedByYou", 409)
 
 
+# --- x-amz-version-id in a bucket never versioned ----------------------------------------------
+
+def _complete_small_upload(s3, bucket, key):
+    uid = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    etag = s3.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=1, Body=b"part")["ETag"]
+    return s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid,
+                                        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+
+
+def test_no_version_id_header_when_never_versioned(server, s3, bucket):
+    answers = {
+        "put": s3.put_object(Bucket=bucket, Key="k", Body=b"x"),
+        "copy": s3.copy_object(Bucket=bucket, Key="k2", CopySource={"Bucket": bucket, "Key": "k"}),
+        "complete": _complete_small_upload(s3, bucket, "mp"),
+        "head": s3.head_object(Bucket=bucket, Key="k"),
+        "delete": s3.delete_object(Bucket=bucket, Key="k2"),
+    }
+    for what, resp in answers.items():
+        assert "x-amz-version-id" not in _headers(resp), (what, _headers(resp))
+    r = raw(server, "PUT", f"/{bucket}/raw", body=b"y")
+    assert r.status == 200 and r.headers.get("x-amz-version-id") is None, r.headers
+
+
+def test_null_version_id_header_after_suspension(s3, bucket):
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Suspended"})
+    answers = {
+        "put": s3.put_object(Bucket=bucket, Key="k", Body=b"x"),
+        "copy": s3.copy_object(Bucket=bucket, Key="k2", CopySource={"Bucket": bucket, "Key": "k"}),
+        "complete": _complete_small_upload(s3, bucket, "mp"),
+    }
+    for what, resp in answers.items():
+        assert _headers(resp).get("x-amz-version-id") == "null", (what, _headers(resp))
+
+
+# --- CompleteMultipartUpload repeated ----------------------------------------------------------
+
+def _two_part_upload(s3, bucket, key):
+    uid = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    parts = []
+    for n, body in ((1, b"a" * MIN), (2, b"tail")):
+        etag = s3.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=n, Body=body)["ETag"]
+        parts.append({"PartNumber": n, "ETag": etag})
+    return uid, parts
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_complete_repeated_answers_the_same(s3, bucket, versioned):
+    if versioned:
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    uid, parts = _two_part_upload(s3, bucket, "done")
+    first = s3.complete_multipart_upload(Bucket=bucket, Key="done", UploadId=uid,
+                                         MultipartUpload={"Parts": parts})
+    again = s3.complete_multipart_upload(Bucket=bucket, Key="done", UploadId=uid,
+                                         MultipartUpload={"Parts": parts})
+    assert again["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert again["ETag"] == first["ETag"]
+    assert again.get("VersionId") == first.get("VersionId")
+    assert (again["Bucket"], again["Key"]) == (bucket, "done")
+    # Another part list, or the same list once the key holds another object: no such upload.
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="done", UploadId=uid,
+                                     MultipartUpload={"Parts": parts[:1]})
+    assert err_code(e.value) == ("NoSuchUpload", 404)
+    s3.put_object(Bucket=bucket, Key="done", Body=b"replaced")
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="done", UploadId=uid,
+                                     MultipartUpload={"Parts": parts})
+    assert err_code(e.value) == ("NoSuchUpload", 404)
+
+
+def test_completed_upload_id_does_not_follow_a_copy(s3, bucket):
+    uid, parts = _two_part_upload(s3, bucket, "orig")
+    s3.complete_multipart_upload(Bucket=bucket, Key="orig", UploadId=uid, MultipartUpload={"Parts": parts})
+    s3.copy_object(Bucket=bucket, Key="orig", CopySource={"Bucket": bucket, "Key": "orig"},
+                   MetadataDirective="COPY", StorageClass="STANDARD", Metadata={},
+                   TaggingDirective="REPLACE")
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="orig", UploadId=uid,
+                                     MultipartUpload={"Parts": parts})
+    assert err_code(e.value) == ("NoSuchUpload", 404)
+
+
+def test_part_uploaded_again_wins(s3, bucket):
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="again")["UploadId"]
+    old = s3.upload_part(Bucket=bucket, Key="again", UploadId=uid, PartNumber=1, Body=b"old")["ETag"]
+    new = s3.upload_part(Bucket=bucket, Key="again", UploadId=uid, PartNumber=1, Body=b"new!")["ETag"]
+    listed = s3.list_parts(Bucket=bucket, Key="again", UploadId=uid)["Parts"]
+    assert [(p["PartNumber"], p["ETag"], p["Size"]) for p in listed] == [(1, new, 4)]
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="again", UploadId=uid,
+                                     MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": old}]})
+    assert err_code(e.value) == ("InvalidPart", 400)
+    s3.complete_multipart_upload(Bucket=bucket, Key="again", UploadId=uid,
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": new}]})
+    assert s3.get_object(Bucket=bucket, Key="again")["Body"].read() == b"new!"
+
+
+def test_part_uploaded_twice_at_once_one_wins_whole(s3, bucket):
+    # Two uploads of one part number race; whichever is recorded last is the part, whole,
+    # and the completion that names its ETag reads back exactly its bytes.
+    for rnd in range(4):
+        key = f"race{rnd}"
+        uid = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+        bodies = [bytes([65 + i]) * (MIB + 1000 * i) for i in range(2)]
+        etags = {}
+        barrier = threading.Barrier(2)
+
+        def up(i):
+            barrier.wait()
+            etags[i] = s3.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=1,
+                                      Body=bodies[i])["ETag"]
+
+        ts = [threading.Thread(target=up, args=(i,)) for i in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+        assert len(etags) == 2
+        listed = s3.list_parts(Bucket=bucket, Key=key, UploadId=uid)["Parts"]
+        assert len(listed) == 1 and listed[0]["ETag"] in etags.values()
+        win = [i for i in etags if etags[i] == listed[0]["ETag"]][0]
+        assert listed[0]["Size"] == len(bodies[win])
+        loser = etags[1 - win]
+        with pytest.raises(ClientError) as e:
+            s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid,
+                                         MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": loser}]})
+        assert err_code(e.value) == ("InvalidPart", 400)
+        s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid,
+                                     MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etags[win]}]})
+        assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == bodies[win]
+
+
 # --- tags ---------------------------------------------------------------------------------------
 
 def test_more_than_ten_object_tags_is_invalid_tag(s3, bucket):
