@@ -800,26 +800,29 @@ static cn_auth_err v4_query(const cn_auth_config *cfg, const cn_http_req *req, c
 		out->detail = "malformed X-Amz-Date";
 		return CN_AUTH_MALFORMED;
 	}
+	/* X-Amz-Expires: decimal seconds, 1..604800. A number outside that range is
+	 * CN_AUTH_EXPIRES_RANGE (AWS: 403), anything else that is not a number malformed. */
 	cn_str e = qstr(exp);
-	int64_t expires = 0;
-	if (e.len == 0 || e.len > 12) {
+	size_t i = e.len && e.p[0] == '-' ? 1 : 0;
+	if (i == e.len) {
 		out->detail = "X-Amz-Expires must be a number of seconds";
-		return e.len > 12 && e.p[0] != '-' ? CN_AUTH_EXPIRES_TOO_LARGE : CN_AUTH_MALFORMED;
+		return CN_AUTH_MALFORMED;
 	}
-	for (size_t i = 0; i < e.len; i++) {
-		if (e.p[i] < '0' || e.p[i] > '9') {
+	for (size_t j = i; j < e.len; j++)
+		if (e.p[j] < '0' || e.p[j] > '9') {
 			out->detail = "X-Amz-Expires must be a number of seconds";
 			return CN_AUTH_MALFORMED;
 		}
-		expires = expires * 10 + (e.p[i] - '0');
-	}
-	if (expires < 1) {
-		out->detail = "X-Amz-Expires must be positive";
-		return CN_AUTH_MALFORMED;
+	int64_t expires = 0;
+	for (size_t j = i; j < e.len && expires <= MAX_PRESIGN_EXPIRES; j++)
+		expires = expires * 10 + (e.p[j] - '0');
+	if (i || expires < 1) {
+		out->detail = i ? "X-Amz-Expires must be non-negative" : "X-Amz-Expires must be positive";
+		return CN_AUTH_EXPIRES_RANGE;
 	}
 	if (expires > MAX_PRESIGN_EXPIRES) {
-		out->detail = "X-Amz-Expires must be less than a week (604800 seconds)";
-		return CN_AUTH_EXPIRES_TOO_LARGE;
+		out->detail = "X-Amz-Expires must be less than a week (in seconds) that is 604800";
+		return CN_AUTH_EXPIRES_RANGE;
 	}
 	cn_str amz_date = qstr(date);
 	cn_auth_err ae = v4_check_scope(cfg, &v, amz_date, out);
@@ -1049,6 +1052,12 @@ static cn_auth_err v2_header(const cn_auth_config *cfg, const cn_http_req *req, 
 		}
 	} else {
 		out->detail = "a valid Date or x-amz-date header is required";
+		return CN_AUTH_MISSING_DATE;
+	}
+	/* AWS takes a date before the epoch as no valid date at all (403 AccessDenied), not as
+	 * a skewed clock. */
+	if (date_ms < 0) {
+		out->detail = "AWS authentication requires a valid Date or x-amz-date header";
 		return CN_AUTH_MISSING_DATE;
 	}
 	int64_t diff = now_ms - date_ms;

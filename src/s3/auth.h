@@ -34,7 +34,8 @@ typedef enum cn_auth_err {
 	CN_AUTH_MISSING_DATE,           /* AccessDenied: no x-amz-date/Date */
 	CN_AUTH_BAD_CONTENT_SHA256,     /* InvalidArgument: bad x-amz-content-sha256 value */
 	CN_AUTH_UNSUPPORTED,            /* NotImplemented (e.g. unknown algorithm) */
-	CN_AUTH_EXPIRES_TOO_LARGE,      /* AuthorizationQueryParametersError: X-Amz-Expires > 7 days */
+	CN_AUTH_EXPIRES_RANGE,          /* 403 AuthorizationQueryParametersError: X-Amz-Expires
+	                                 * below 1 or above 604800 (7 days) */
 	CN_AUTH_MISSING_CONTENT_SHA256, /* InvalidRequest: V4 header-signed with a body and no
 	                                   x-amz-content-sha256 */
 	CN_AUTH_HEADERS_NOT_SIGNED,     /* AccessDenied: an x-amz-* header is not among the signed

@@ -134,7 +134,7 @@ void cn_s3_error(cn_s3_req *r, cn_s3_code code, const char *message)
 	if (code <= CN_S3_OK || code >= CN_S3__COUNT)
 		code = CN_S3_InternalError;
 	const char *msg = message ? message : s3_errors[code].message;
-	int status = s3_errors[code].status;
+	int status = r->error_status ? r->error_status : s3_errors[code].status;
 	cn_log(status >= 500 && status != 501 ? CN_LOG_WARN : CN_LOG_DEBUG, r->reqid, "%.*s %.*s -> %d %s: %s",
 	       (int)r->h->method.len, r->h->method.p, (int)r->h->target.len > 512 ? 512 : (int)r->h->target.len,
 	       r->h->target.p, status, s3_errors[code].code, msg);
@@ -638,12 +638,19 @@ static cn_s3_code parse_target(cn_s3_req *r)
 	return CN_S3_OK;
 }
 
-static cn_s3_code auth_code(cn_auth_err e)
+/* The S3 error of an authentication failure. A presigned SigV4 URL's malformed query is
+ * AuthorizationQueryParametersError (AWS), a header's AuthorizationHeaderMalformed; an
+ * X-Amz-Expires out of range is AWS's 403 AuthorizationQueryParametersError (*status;
+ * 0: the table's). */
+static cn_s3_code auth_code(cn_auth_err e, const cn_auth_result *a, int *status)
 {
+	*status = 0;
 	switch (e) {
 	case CN_AUTH_OK: return CN_S3_OK;
 	case CN_AUTH_ANONYMOUS: return CN_S3_AccessDenied;
-	case CN_AUTH_MALFORMED: return CN_S3_AuthorizationHeaderMalformed;
+	case CN_AUTH_MALFORMED:
+		return a->kind == CN_AUTH_KIND_V4_QUERY ? CN_S3_AuthorizationQueryParametersError
+		                                        : CN_S3_AuthorizationHeaderMalformed;
 	case CN_AUTH_UNKNOWN_KEY: return CN_S3_InvalidAccessKeyId;
 	case CN_AUTH_SIGNATURE_MISMATCH: return CN_S3_SignatureDoesNotMatch;
 	case CN_AUTH_TIME_SKEWED: return CN_S3_RequestTimeTooSkewed;
@@ -651,7 +658,9 @@ static cn_s3_code auth_code(cn_auth_err e)
 	case CN_AUTH_MISSING_DATE: return CN_S3_AccessDenied;
 	case CN_AUTH_BAD_CONTENT_SHA256: return CN_S3_InvalidArgument;
 	case CN_AUTH_UNSUPPORTED: return CN_S3_InvalidArgument;
-	case CN_AUTH_EXPIRES_TOO_LARGE: return CN_S3_AuthorizationQueryParametersError;
+	case CN_AUTH_EXPIRES_RANGE:
+		*status = 403;
+		return CN_S3_AuthorizationQueryParametersError;
 	case CN_AUTH_MISSING_CONTENT_SHA256: return CN_S3_InvalidRequest;
 	case CN_AUTH_HEADERS_NOT_SIGNED: return CN_S3_AccessDenied;
 	}
@@ -983,7 +992,8 @@ void cn_s3_handle(cn_s3_server *s, cn_http_exchange *x)
 				r.error_elem = "HeadersNotSigned";
 				r.error_elem_value = r.auth.headers_not_signed;
 			}
-			cn_s3_error(&r, auth_code(ae), auth_message(ae, &r.auth));
+			cn_s3_code code = auth_code(ae, &r.auth, &r.error_status);
+			cn_s3_error(&r, code, auth_message(ae, &r.auth));
 			goto out;
 		}
 		c = body_setup(&r);

@@ -104,6 +104,7 @@ typedef struct cn_s3_req {
 	cn_s3_code body_error;
 	/* One more element for the next cn_s3_error's XML (e.g. HeadersNotSigned), or NULL. */
 	const char *error_elem, *error_elem_value;
+	int error_status;          /* cn_s3_error's status when not 0, else the code's own */
 	/* The bucket's CORS headers for this request (s3/cors.c), sent by cn_s3_resp_start. */
 	cn_kv cors[CN_S3_MAX_CORS_HEADERS];
 	size_t ncors;

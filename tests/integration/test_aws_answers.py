@@ -250,3 +250,65 @@ def test_control_characters_in_version_listing(server, s3, bucket):
     s3.put_object(Bucket=bucket, Key="v\rkey", Body=b"x")
     r = raw(server, "GET", f"/{bucket}", query=[("versions", "")])
     assert r.status == 200 and b"<Key>v&#13;key</Key>" in r.body, r.body
+
+
+# --- presigned URLs ------------------------------------------------------------------------------
+
+def _presign_query(server, bucket, key, expires, now=None, credential=None, date=None):
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    date8, amzdate = now.strftime("%Y%m%d"), now.strftime("%Y%m%dT%H%M%SZ")
+    cred = credential or f"{ACCESS}/{date8}/{REGION}/s3/aws4_request"
+    q = [("X-Amz-Algorithm", "AWS4-HMAC-SHA256"), ("X-Amz-Credential", cred),
+         ("X-Amz-Date", date or amzdate), ("X-Amz-Expires", str(expires)),
+         ("X-Amz-SignedHeaders", "host")]
+    qs = "&".join(f"{k}={urllib.parse.quote(v, safe='-_.~')}" for k, v in sorted(q))
+    path = f"/{bucket}/{key}"
+    creq = f"GET\n{path}\n{qs}\nhost:127.0.0.1:{server.port}\n\nhost\nUNSIGNED-PAYLOAD"
+    sts = (f"AWS4-HMAC-SHA256\n{amzdate}\n{date8}/{REGION}/s3/aws4_request\n"
+           + hashlib.sha256(creq.encode()).hexdigest())
+    sig = hmac.new(signing_key(SECRET, date8), sts.encode(), hashlib.sha256).hexdigest()
+    return raw(server, "GET", path, query=qs + f"&X-Amz-Signature={sig}", sign=False)
+
+
+@pytest.mark.parametrize("expires", [604801, 10 ** 13, -1, 0])
+def test_presigned_expires_out_of_range(server, s3, bucket, expires):
+    s3.put_object(Bucket=bucket, Key="p", Body=b"x")
+    r = _presign_query(server, bucket, "p", expires)
+    assert (r.status, r.error().get("Code")) == (403, "AuthorizationQueryParametersError"), r
+
+
+def test_presigned_within_a_week_is_served(server, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="p", Body=b"x")
+    r = _presign_query(server, bucket, "p", 604800)
+    assert (r.status, r.body) == (200, b"x"), r
+
+
+@pytest.mark.parametrize("what", ["credential", "date", "expires", "missing", "duplicate"])
+def test_presigned_malformed_query_is_query_parameters_error(server, bucket, what):
+    good = [("X-Amz-Algorithm", "AWS4-HMAC-SHA256"),
+            ("X-Amz-Credential", f"{ACCESS}/20250101/{REGION}/s3/aws4_request"),
+            ("X-Amz-Date", "20250101T000000Z"), ("X-Amz-Expires", "300"),
+            ("X-Amz-SignedHeaders", "host"), ("X-Amz-Signature", "00" * 32)]
+    q = dict(good)
+    if what == "credential":
+        q["X-Amz-Credential"] = f"{ACCESS}/{REGION}/s3/aws4_request"
+    elif what == "date":
+        q["X-Amz-Date"] = "yesterday"
+    elif what == "expires":
+        q["X-Amz-Expires"] = "soon"
+    elif what == "missing":
+        del q["X-Amz-SignedHeaders"]
+    pairs = list(q.items()) + ([("X-Amz-Date", "20250101T000000Z")] if what == "duplicate" else [])
+    r = raw(server, "GET", f"/{bucket}/x", query=pairs, sign=False)
+    assert (r.status, r.error().get("Code")) == (400, "AuthorizationQueryParametersError"), r
+
+
+# --- SigV2 ---------------------------------------------------------------------------------------
+
+def test_sigv2_date_before_the_epoch_is_access_denied(server, bucket):
+    date = "Wed, 31 Dec 1969 23:59:59 GMT"
+    sts = f"GET\n\n\n{date}\n/{bucket}/x"
+    sig = base64.b64encode(hmac.new(SECRET.encode(), sts.encode(), hashlib.sha1).digest()).decode()
+    r = raw(server, "GET", f"/{bucket}/x", sign=False,
+            headers={"Date": date, "Authorization": f"AWS {ACCESS}:{sig}"})
+    assert (r.status, r.error().get("Code")) == (403, "AccessDenied"), r

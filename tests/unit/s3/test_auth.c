@@ -567,12 +567,17 @@ TEST(test_presigned)
 	CHECK_EQ_INT(presigned(ok, amz_ms("20130523T234000Z"), &res), CN_AUTH_TIME_SKEWED);
 	CHECK_EQ_INT(presigned(ok, amz_ms("20130523T235000Z"), &res), CN_AUTH_OK);
 	int64_t now = amz_ms("20130524T000100Z");
-	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-Expires=604801&X-Amz-SignedHeaders=host&" PRE_SIG, now, &res), CN_AUTH_EXPIRES_TOO_LARGE);
-	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-Expires=0&X-Amz-SignedHeaders=host&" PRE_SIG, now, &res), CN_AUTH_MALFORMED);
-	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-Expires=-5&X-Amz-SignedHeaders=host&" PRE_SIG, now, &res), CN_AUTH_MALFORMED);
+	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-Expires=604801&X-Amz-SignedHeaders=host&" PRE_SIG, now, &res), CN_AUTH_EXPIRES_RANGE);
+	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-Expires=0&X-Amz-SignedHeaders=host&" PRE_SIG, now, &res), CN_AUTH_EXPIRES_RANGE);
+	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-Expires=-5&X-Amz-SignedHeaders=host&" PRE_SIG, now, &res), CN_AUTH_EXPIRES_RANGE);
+	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-Expires=99999999999999999999999&X-Amz-SignedHeaders=host&" PRE_SIG, now, &res), CN_AUTH_EXPIRES_RANGE);
+	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-Expires=-&X-Amz-SignedHeaders=host&" PRE_SIG, now, &res), CN_AUTH_MALFORMED);
+	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-Expires=&X-Amz-SignedHeaders=host&" PRE_SIG, now, &res), CN_AUTH_MALFORMED);
+	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-Expires=-1x&X-Amz-SignedHeaders=host&" PRE_SIG, now, &res), CN_AUTH_MALFORMED);
 	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-Expires=1h&X-Amz-SignedHeaders=host&" PRE_SIG, now, &res), CN_AUTH_MALFORMED);
 	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-Expires=604800&X-Amz-SignedHeaders=host&" PRE_SIG, now, &res), CN_AUTH_SIGNATURE_MISMATCH);
 	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-SignedHeaders=host&" PRE_SIG, now, &res), CN_AUTH_MALFORMED);
+	CHECK_EQ_INT(res.kind, CN_AUTH_KIND_V4_QUERY); /* the s3 layer's AuthorizationQueryParametersError */
 	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host", now, &res), CN_AUTH_MALFORMED);
 	CHECK_EQ_INT(presigned("/test.txt?" PRE_Q "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG "&" PRE_SIG, now, &res), CN_AUTH_MALFORMED);
 	CHECK_EQ_INT(presigned("/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA1&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG, now, &res), CN_AUTH_UNSUPPORTED);
@@ -765,6 +770,11 @@ TEST(test_v2_header)
 	CHECK_EQ_INT(res.payload, CN_PAYLOAD_UNSIGNED);
 	CHECK_EQ_INT(v2("GET", "/awsexamplebucket1/photos/puppy.jpeg", get, t, &res), CN_AUTH_SIGNATURE_MISMATCH);
 	CHECK_EQ_INT(v2("GET", "/awsexamplebucket1/photos/puppy.jpg", get, t + 16 * 60 * 1000, &res), CN_AUTH_TIME_SKEWED);
+	/* A date before the epoch is no valid date (AccessDenied), even at a clock that matches it. */
+	static const char *const pre_epoch[] = { "Date: Wed, 31 Dec 1969 23:59:59 GMT",
+						 "Authorization: AWS AKIAIOSFODNN7EXAMPLE:qgk2+6Sv9/oM7G3qLEjTH1a1l1g=", NULL };
+	CHECK_EQ_INT(v2("GET", "/awsexamplebucket1/photos/puppy.jpg", pre_epoch, -1000, &res), CN_AUTH_MISSING_DATE);
+	CHECK_EQ_INT(v2("GET", "/awsexamplebucket1/photos/puppy.jpg", pre_epoch, t, &res), CN_AUTH_MISSING_DATE);
 	static const char *const put[] = { "Content-Type: image/jpeg", "Content-Length: 94328",
 					   "Host: awsexamplebucket1.s3.us-west-1.amazonaws.com",
 					   "Date: Tue, 27 Mar 2007 21:15:45 +0000",
