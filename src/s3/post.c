@@ -525,8 +525,10 @@ void cn_s3_post_object(cn_s3_req *r)
 	if (!check_signature(r, &f, policy))
 		goto done;
 	const char *bucket_field = field(&f, "bucket");
+	/* A form signed for another bucket: AWS's 403 AccessDenied, as for any policy that
+	 * does not allow the request. */
 	if (bucket_field && strcmp(bucket_field, r->bucket)) {
-		cn_s3_error(r, CN_S3_InvalidArgument,
+		cn_s3_error(r, CN_S3_AccessDenied,
 		            "The bucket field does not name the bucket the form was posted to.");
 		goto done;
 	}

@@ -312,3 +312,39 @@ def test_sigv2_date_before_the_epoch_is_access_denied(server, bucket):
     r = raw(server, "GET", f"/{bucket}/x", sign=False,
             headers={"Date": date, "Authorization": f"AWS {ACCESS}:{sig}"})
     assert (r.status, r.error().get("Code")) == (403, "AccessDenied"), r
+
+
+# --- POST policy to another bucket ----------------------------------------------------------------
+
+BOUNDARY = "----cairnAwsAnswersBoundary"
+
+
+def _form(fields, data):
+    out = []
+    for name, value in fields:
+        out.append(f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'
+                   .encode())
+    out.append(f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n\r\n'
+               .encode() + data + b"\r\n")
+    out.append(f"--{BOUNDARY}--\r\n".encode())
+    return b"".join(out)
+
+
+def test_post_policy_of_another_bucket_is_403(server, s3, bucket):
+    other = unique_bucket("other")
+    s3.create_bucket(Bucket=other)
+    try:
+        p = s3.generate_presigned_post(bucket, "k", ExpiresIn=300)
+        fields = [(k, v) for k, v in p["fields"].items()]
+        # the form names no bucket: only the policy's condition names the signed one
+        r = raw(server, "POST", f"/{other}", body=_form(fields, b"x"), sign=False,
+                headers={"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"})
+        assert (r.status, r.error().get("Code")) == (403, "AccessDenied"), r
+        # the form's bucket field names the signed bucket, posted to another one
+        r = raw(server, "POST", f"/{other}", body=_form([("bucket", bucket)] + fields, b"x"), sign=False,
+                headers={"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"})
+        assert (r.status, r.error().get("Code")) == (403, "AccessDenied"), r
+        with pytest.raises(ClientError):
+            s3.head_object(Bucket=other, Key="k")
+    finally:
+        empty_bucket(s3, other)
