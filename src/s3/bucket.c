@@ -133,9 +133,13 @@ void cn_s3_create_bucket(cn_s3_req *r)
 			cn_xml_free(root);
 			return;
 		}
+		/* A region other than the server's: AWS's answer at a regional endpoint. */
 		if (lc && lc->text_len && strcmp(lc->text, server_region(r))) {
-			cn_s3_error(r, CN_S3_InvalidArgument,
-			            "The specified location-constraint is not valid");
+			size_t cap = 192;
+			char *msg = cn_s3_alloc(r, cap);
+			snprintf(msg, cap, "The %.64s location constraint is incompatible for the region "
+			         "specific endpoint this request was sent to.", lc->text);
+			cn_s3_error(r, CN_S3_IllegalLocationConstraintException, msg);
 			cn_xml_free(root);
 			return;
 		}

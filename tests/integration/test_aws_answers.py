@@ -55,6 +55,17 @@ def test_create_owned_bucket_elsewhere_is_409():
         assert err_code(e.value) == ("BucketAlreadyOwnedByYou", 409)
 
 
+def test_create_bucket_in_another_region_is_illegal_location_constraint(s3):
+    # A region other than the server's: AWS's answer at a regional endpoint.
+    name = unique_bucket("elsewhere")
+    with pytest.raises(ClientError) as e:
+        s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    assert err_code(e.value) == ("IllegalLocationConstraintException", 400)
+    with pytest.raises(ClientError) as e:
+        s3.head_bucket(Bucket=name)
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
 # --- x-amz-version-id in a bucket never versioned ----------------------------------------------
 
 def _complete_small_upload(s3, bucket, key):
