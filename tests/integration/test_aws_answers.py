@@ -359,3 +359,72 @@ def test_post_policy_of_another_bucket_is_403(server, s3, bucket):
             s3.head_object(Bucket=other, Key="k")
     finally:
         empty_bucket(s3, other)
+
+
+# --- header authentication ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("auth,code", [
+    ("AWS4-HMAC-SHA256 garbage", "AuthorizationHeaderMalformed"),
+    ("AWS4-HMAC-SHA256 Credential=" + ACCESS + "/20200101/us-east-1/s3/aws4_request", "AuthorizationHeaderMalformed"),
+    ("Bearer abc", "InvalidArgument"),  # AWS: "Unsupported Authorization Type"
+])
+def test_malformed_authorization_header(server, auth, code):
+    r = raw(server, "GET", "/", sign=False,
+            headers={"Authorization": auth, "x-amz-date": "20200101T000000Z",
+                     "x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+    assert (r.status, r.error().get("Code")) == (400, code), r
+
+
+# --- rows of docs/S3-ERRORS.md that no other test asserts exactly ----------------------------------
+
+def test_malformed_checksum_header_is_invalid_request(server, bucket):
+    r = raw(server, "PUT", f"/{bucket}/ck", body=b"abc", headers={"x-amz-checksum-crc32": "@@@"})
+    assert (r.status, r.error().get("Code")) == (400, "InvalidRequest"), r
+
+
+def test_unknown_upload_is_no_such_upload(s3, bucket):
+    unknown = "0123456789abcdef0123456789abcdef"
+    calls = [
+        lambda: s3.list_parts(Bucket=bucket, Key="k", UploadId=unknown),
+        lambda: s3.complete_multipart_upload(Bucket=bucket, Key="k", UploadId=unknown,
+                                             MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": '"00"'}]}),
+        lambda: s3.abort_multipart_upload(Bucket=bucket, Key="k", UploadId=unknown),
+        lambda: s3.upload_part(Bucket=bucket, Key="k", UploadId=unknown, PartNumber=1, Body=b"x"),
+    ]
+    for call in calls:
+        with pytest.raises(ClientError) as e:
+            call()
+        assert err_code(e.value) == ("NoSuchUpload", 404)
+
+
+def test_body_shorter_than_its_length_is_incomplete_body(server, bucket):
+    import socket
+    from conftest import sign_headers
+    path = f"/{bucket}/short"
+    h = sign_headers("PUT", f"http://127.0.0.1:{server.port}{path}", {"Content-Length": "100000"},
+                     "UNSIGNED-PAYLOAD")
+    head = f"PUT {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in h.items()) + "\r\n"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(head.encode() + b"x" * 5000)
+        s.shutdown(socket.SHUT_WR)  # the body ends early; the answer can still be read
+        data = b""
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            data += d
+    status = int(data.split(b" ", 2)[1])
+    body = data.split(b"\r\n\r\n", 1)[1]
+    assert (status, ET.fromstring(body).find("Code").text) == (400, "IncompleteBody"), data
+
+
+def test_create_bucket_with_object_lock_is_not_implemented(s3):
+    # cairn has no object lock: refused, never a bucket that silently lacks it
+    name = unique_bucket("lock")
+    with pytest.raises(ClientError) as e:
+        s3.create_bucket(Bucket=name, ObjectLockEnabledForBucket=True)
+    assert err_code(e.value) == ("NotImplemented", 501)
+    with pytest.raises(ClientError) as e:
+        s3.head_bucket(Bucket=name)
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
