@@ -428,3 +428,14 @@ def test_create_bucket_with_object_lock_is_not_implemented(s3):
     with pytest.raises(ClientError) as e:
         s3.head_bucket(Bucket=name)
     assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
+# --- deliberate differences (docs/S3-ERRORS.md) ---------------------------------------------------
+
+def test_tiers_and_encryption_cairn_lacks_are_refused(server, bucket):
+    r = raw(server, "PUT", f"/{bucket}/g", body=b"x", headers={"x-amz-storage-class": "GLACIER"})
+    assert (r.status, r.error().get("Code")) == (400, "InvalidStorageClass"), r
+    r = raw(server, "PUT", f"/{bucket}/e", body=b"x", headers={"x-amz-server-side-encryption": "AES256"})
+    assert (r.status, r.error().get("Code")) == (501, "NotImplemented"), r
+    for k in ("g", "e"):
+        assert raw(server, "HEAD", f"/{bucket}/{k}").status == 404
