@@ -784,7 +784,7 @@ static cn_auth_err v4_query(const cn_auth_config *cfg, const cn_http_req *req, c
 		return CN_AUTH_MALFORMED;
 	}
 	if (!cn_str_eq_c(qstr(alg), "AWS4-HMAC-SHA256")) {
-		out->detail = "X-Amz-Algorithm only supports AWS4-HMAC-SHA256";
+		out->detail = "X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\"";
 		return CN_AUTH_UNSUPPORTED;
 	}
 	v4parts v;

@@ -638,8 +638,9 @@ static cn_s3_code parse_target(cn_s3_req *r)
 	return CN_S3_OK;
 }
 
-/* The S3 error of an authentication failure. A presigned SigV4 URL's malformed query is
- * AuthorizationQueryParametersError (AWS), a header's AuthorizationHeaderMalformed; an
+/* The S3 error of an authentication failure. A presigned SigV4 URL's malformed query, or
+ * one naming another algorithm, is AuthorizationQueryParametersError (AWS), a header's
+ * AuthorizationHeaderMalformed or InvalidArgument; an
  * X-Amz-Expires out of range is AWS's 403 AuthorizationQueryParametersError (*status;
  * 0: the table's). */
 static cn_s3_code auth_code(cn_auth_err e, const cn_auth_result *a, int *status)
@@ -657,7 +658,9 @@ static cn_s3_code auth_code(cn_auth_err e, const cn_auth_result *a, int *status)
 	case CN_AUTH_EXPIRED: return CN_S3_AccessDenied;
 	case CN_AUTH_MISSING_DATE: return CN_S3_AccessDenied;
 	case CN_AUTH_BAD_CONTENT_SHA256: return CN_S3_InvalidArgument;
-	case CN_AUTH_UNSUPPORTED: return CN_S3_InvalidArgument;
+	case CN_AUTH_UNSUPPORTED:
+		return a->kind == CN_AUTH_KIND_V4_QUERY ? CN_S3_AuthorizationQueryParametersError
+		                                        : CN_S3_InvalidArgument;
 	case CN_AUTH_EXPIRES_RANGE:
 		*status = 403;
 		return CN_S3_AuthorizationQueryParametersError;

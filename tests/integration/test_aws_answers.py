@@ -294,7 +294,8 @@ def test_presigned_within_a_week_is_served(server, s3, bucket):
     assert (r.status, r.body) == (200, b"x"), r
 
 
-@pytest.mark.parametrize("what", ["credential", "date", "expires", "missing", "duplicate"])
+@pytest.mark.parametrize("what", ["credential", "date", "expires", "missing", "duplicate", "service",
+                                  "algorithm"])
 def test_presigned_malformed_query_is_query_parameters_error(server, bucket, what):
     good = [("X-Amz-Algorithm", "AWS4-HMAC-SHA256"),
             ("X-Amz-Credential", f"{ACCESS}/20250101/{REGION}/s3/aws4_request"),
@@ -309,6 +310,10 @@ def test_presigned_malformed_query_is_query_parameters_error(server, bucket, wha
         q["X-Amz-Expires"] = "soon"
     elif what == "missing":
         del q["X-Amz-SignedHeaders"]
+    elif what == "service":
+        q["X-Amz-Credential"] = f"{ACCESS}/20250101/{REGION}/s4/aws4_request"
+    elif what == "algorithm":
+        q["X-Amz-Algorithm"] = "AWS4-HMAC-SHA1"
     pairs = list(q.items()) + ([("X-Amz-Date", "20250101T000000Z")] if what == "duplicate" else [])
     r = raw(server, "GET", f"/{bucket}/x", query=pairs, sign=False)
     assert (r.status, r.error().get("Code")) == (400, "AuthorizationQueryParametersError"), r
