@@ -603,6 +603,172 @@ bool cn_s3_parse_copy_source(cn_s3_req *r, const char *src, char **bucket, char 
 	return true;
 }
 
+/* What a CopyObject request asks besides its source: the x-amz-*-directive headers, the
+ * storage class, a new checksum algorithm. */
+typedef struct copy_req {
+	bool replace;            /* x-amz-metadata-directive: REPLACE */
+	bool tag_replace;        /* x-amz-tagging-directive: REPLACE */
+	const char *new_tags;    /* the tags the copy gets (NULL: none) */
+	const char *sc;          /* x-amz-storage-class, or NULL */
+	cn_cksum_algo newalgo;   /* x-amz-checksum-algorithm, or CN_CKSUM_NONE */
+} copy_req;
+
+/* Reads the copy's directives into cr. False after sending an error. */
+static bool copy_directives(cn_s3_req *r, copy_req *cr)
+{
+	memset(cr, 0, sizeof *cr);
+	const char *dir = cn_s3_header(r, "x-amz-metadata-directive");
+	if (dir) {
+		if (!strcmp(dir, "REPLACE")) {
+			cr->replace = true;
+		} else if (strcmp(dir, "COPY")) {
+			cn_s3_error(r, CN_S3_InvalidArgument, "Unknown metadata directive.");
+			return false;
+		}
+	}
+	/* x-amz-tagging-directive: COPY (default) keeps the source's tags, REPLACE takes
+	 * x-amz-tagging (none when absent). */
+	const char *tdir = cn_s3_header(r, "x-amz-tagging-directive");
+	cr->tag_replace = tdir && !strcmp(tdir, "REPLACE");
+	if (tdir && !cr->tag_replace && strcmp(tdir, "COPY")) {
+		cn_s3_error(r, CN_S3_InvalidArgument, "Unknown tagging directive.");
+		return false;
+	}
+	if (cr->tag_replace && !cn_s3_tagging_from_request(r, &cr->new_tags))
+		return false;
+	if (!storage_class_header(r, &cr->sc))
+		return false;
+	if (cn_s3_header(r, "x-amz-server-side-encryption") ||
+	    cn_s3_header(r, "x-amz-server-side-encryption-customer-algorithm") ||
+	    cn_s3_header(r, "x-amz-copy-source-server-side-encryption-customer-algorithm")) {
+		cn_s3_error(r, CN_S3_NotImplemented, "Server-side encryption is not implemented.");
+		return false;
+	}
+	const char *calgo = cn_s3_header(r, "x-amz-checksum-algorithm");
+	cr->newalgo = CN_CKSUM_NONE;
+	if (calgo) {
+		cr->newalgo = cn_cksum_from_name(cn_str_c(calgo));
+		if (cr->newalgo == CN_CKSUM_NONE) {
+			cn_s3_error(r, CN_S3_InvalidRequest,
+			            "Value for x-amz-checksum-algorithm header is invalid.");
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The opened source may be copied as asked: its x-amz-copy-source-if-* conditions hold, a
+ * copy onto itself changes something, it is within the single-copy size. False after
+ * sending an error. */
+static bool copy_allowed(cn_s3_req *r, const copy_req *cr, const char *sbucket, const char *skey,
+                         const char *svid, const cn_obj_info *sinfo)
+{
+	int st = cn_s3_eval_conditions(cn_s3_header(r, "x-amz-copy-source-if-match"),
+	                               cn_s3_header(r, "x-amz-copy-source-if-unmodified-since"),
+	                               cn_s3_header(r, "x-amz-copy-source-if-none-match"),
+	                               cn_s3_header(r, "x-amz-copy-source-if-modified-since"),
+	                               sinfo, 412);
+	if (st) {
+		cn_s3_error(r, CN_S3_PreconditionFailed, NULL);
+		return false;
+	}
+	/* Copying a given version onto its own key restores it (AWS allows that). */
+	bool self = !strcmp(sbucket, r->bucket) && !strcmp(skey, r->key) && !svid;
+	if (self && !cr->replace && !cr->tag_replace && !cr->sc &&
+	    !cn_s3_header(r, "x-amz-website-redirect-location") && cr->newalgo == CN_CKSUM_NONE) {
+		cn_s3_error(r, CN_S3_InvalidRequest,
+		            "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
+		return false;
+	}
+	if (sinfo->size > CN_S3_MAX_SINGLE_PUT) {
+		cn_s3_error(r, CN_S3_InvalidRequest,
+		            "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120");
+		return false;
+	}
+	return true;
+}
+
+/* The copy's stored headers into m: the request's (REPLACE, keeping the data's checksum) or
+ * the source's (COPY, with a new storage class or redirect), then its tags; with a new
+ * checksum algorithm the old checksums go and c's checksum starts. False after sending an
+ * error. */
+static bool copy_meta(cn_s3_req *r, copy_req *cr, const cn_obj_info *sinfo, meta_list *m, put_ctx *c)
+{
+	meta_init(r, m, sinfo->nmeta + r->h->nheaders + 4);
+	if (cr->replace) {
+		if (!collect_request_meta(r, m))
+			return false;
+		/* The data is unchanged: keep its checksum. */
+		for (size_t i = 0; i < sinfo->nmeta; i++)
+			if (cn_cksum_from_header(cn_str_c(sinfo->meta[i].name)) != CN_CKSUM_NONE)
+				meta_set(m, sinfo->meta[i].name, sinfo->meta[i].value);
+	} else {
+		for (size_t i = 0; i < sinfo->nmeta; i++)
+			if (strcmp(sinfo->meta[i].name, "x-amz-storage-class"))
+				meta_set(m, sinfo->meta[i].name, sinfo->meta[i].value);
+		if (cr->sc)
+			meta_set(m, "x-amz-storage-class", (char *)cr->sc);
+		const char *wr = cn_s3_header(r, "x-amz-website-redirect-location");
+		if (wr)
+			meta_set(m, "x-amz-website-redirect-location", (char *)wr);
+	}
+	meta_remove(m, CN_S3_TAGGING_META);
+	meta_remove(m, CN_S3_UPLOAD_ID_META); /* the copy is no upload's completion */
+	if (!cr->tag_replace)
+		cr->new_tags = cn_obj_info_get(sinfo, CN_S3_TAGGING_META);
+	if (cr->new_tags)
+		meta_set(m, CN_S3_TAGGING_META, (char *)cr->new_tags);
+	if (cr->newalgo != CN_CKSUM_NONE) {
+		for (int a = CN_CKSUM_NONE + 1; a < CN_CKSUM__COUNT; a++)
+			meta_remove(m, cn_cksum_header((cn_cksum_algo)a));
+		if (cn_cksum_init(&c->ck, cr->newalgo) != CN_OK) {
+			cn_s3_error(r, CN_S3_InternalError, NULL);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* CopyObjectResult into b: LastModified, ETag and the copy's checksum (the new one, else
+ * the stored one). */
+static cn_err copy_result(const cn_obj_info *out, const meta_list *m, const put_ctx *c, cn_buf *b)
+{
+	char lm[25];
+	cn_time_iso8601(out->mtime_ms, lm);
+	const char *ckname = NULL, *ckval = NULL;
+	for (int a = CN_CKSUM_NONE + 1; a < CN_CKSUM__COUNT && !ckval; a++) {
+		ckval = cn_obj_info_get(out, cn_cksum_header((cn_cksum_algo)a));
+		ckname = cn_cksum_name((cn_cksum_algo)a);
+	}
+	if (ckval == NULL)
+		for (size_t i = 0; i < m->n && !ckval; i++) {
+			cn_cksum_algo a = cn_cksum_from_header(cn_str_c(m->v[i].name));
+			if (a != CN_CKSUM_NONE) {
+				ckval = m->v[i].value;
+				ckname = cn_cksum_name(a);
+			}
+		}
+	if (c->ck.algo != CN_CKSUM_NONE) {
+		ckval = c->value;
+		ckname = cn_cksum_name(c->ck.algo);
+	}
+	char ckelem[32];
+	cn_err e = cn_xml_decl(b);
+	if (!e)
+		e = cn_xml_open(b, "CopyObjectResult", CN_S3_XMLNS);
+	if (!e)
+		e = cn_xml_elem(b, "LastModified", lm);
+	if (!e)
+		e = cn_xml_elemf(b, "ETag", "\"%s\"", out->etag);
+	if (!e && ckval) {
+		snprintf(ckelem, sizeof(ckelem), "Checksum%s", ckname);
+		e = cn_xml_elem(b, ckelem, ckval);
+	}
+	if (!e)
+		e = cn_xml_close(b, "CopyObjectResult");
+	return e;
+}
+
 static void copy_object(cn_s3_req *r, const char *srchdr)
 {
 	char *sbucket, *skey;
@@ -611,9 +777,9 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 	cn_obj_reader *rd = NULL;
 	put_ctx c;
 	meta_list m;
+	copy_req cr;
 	cn_buf b;
 	cn_err e;
-	const char *sc;
 
 	memset(&c, 0, sizeof(c));
 	cn_obj_info_init(&sinfo);
@@ -626,46 +792,8 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 		cn_s3_error_from(r, e);
 		goto done;
 	}
-	const char *dir = cn_s3_header(r, "x-amz-metadata-directive");
-	bool replace = false;
-	if (dir) {
-		if (!strcmp(dir, "REPLACE")) {
-			replace = true;
-		} else if (strcmp(dir, "COPY")) {
-			cn_s3_error(r, CN_S3_InvalidArgument, "Unknown metadata directive.");
-			goto done;
-		}
-	}
-	/* x-amz-tagging-directive: COPY (default) keeps the source's tags, REPLACE takes
-	 * x-amz-tagging (none when absent). */
-	const char *tdir = cn_s3_header(r, "x-amz-tagging-directive");
-	bool tag_replace = tdir && !strcmp(tdir, "REPLACE");
-	const char *new_tags = NULL;
-	if (tdir && !tag_replace && strcmp(tdir, "COPY")) {
-		cn_s3_error(r, CN_S3_InvalidArgument, "Unknown tagging directive.");
+	if (!copy_directives(r, &cr))
 		goto done;
-	}
-	if (tag_replace && !cn_s3_tagging_from_request(r, &new_tags))
-		goto done;
-	if (!storage_class_header(r, &sc))
-		goto done;
-	if (cn_s3_header(r, "x-amz-server-side-encryption") ||
-	    cn_s3_header(r, "x-amz-server-side-encryption-customer-algorithm") ||
-	    cn_s3_header(r, "x-amz-copy-source-server-side-encryption-customer-algorithm")) {
-		cn_s3_error(r, CN_S3_NotImplemented, "Server-side encryption is not implemented.");
-		goto done;
-	}
-	const char *calgo = cn_s3_header(r, "x-amz-checksum-algorithm");
-	cn_cksum_algo newalgo = CN_CKSUM_NONE;
-	if (calgo) {
-		newalgo = cn_cksum_from_name(cn_str_c(calgo));
-		if (newalgo == CN_CKSUM_NONE) {
-			cn_s3_error(r, CN_S3_InvalidRequest,
-			            "Value for x-amz-checksum-algorithm header is invalid.");
-			goto done;
-		}
-	}
-
 	e = cn_obj_open_version(r->store, sbucket, skey, svid, &sinfo, &rd);
 	if (e == CN_ERR_DELETE_MARKER) {
 		cn_s3_error(r, CN_S3_InvalidRequest,
@@ -676,61 +804,8 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 		cn_s3_error_from(r, e);
 		goto done;
 	}
-	int st = cn_s3_eval_conditions(cn_s3_header(r, "x-amz-copy-source-if-match"),
-	                               cn_s3_header(r, "x-amz-copy-source-if-unmodified-since"),
-	                               cn_s3_header(r, "x-amz-copy-source-if-none-match"),
-	                               cn_s3_header(r, "x-amz-copy-source-if-modified-since"),
-	                               &sinfo, 412);
-	if (st) {
-		cn_s3_error(r, CN_S3_PreconditionFailed, NULL);
+	if (!copy_allowed(r, &cr, sbucket, skey, svid, &sinfo) || !copy_meta(r, &cr, &sinfo, &m, &c))
 		goto done;
-	}
-	/* Copying a given version onto its own key restores it (AWS allows that). */
-	bool self = !strcmp(sbucket, r->bucket) && !strcmp(skey, r->key) && !svid;
-	if (self && !replace && !tag_replace && !sc &&
-	    !cn_s3_header(r, "x-amz-website-redirect-location") && newalgo == CN_CKSUM_NONE) {
-		cn_s3_error(r, CN_S3_InvalidRequest,
-		            "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
-		goto done;
-	}
-	if (sinfo.size > CN_S3_MAX_SINGLE_PUT) {
-		cn_s3_error(r, CN_S3_InvalidRequest,
-		            "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120");
-		goto done;
-	}
-
-	meta_init(r, &m, sinfo.nmeta + r->h->nheaders + 4);
-	if (replace) {
-		if (!collect_request_meta(r, &m))
-			goto done;
-		/* The data is unchanged: keep its checksum. */
-		for (size_t i = 0; i < sinfo.nmeta; i++)
-			if (cn_cksum_from_header(cn_str_c(sinfo.meta[i].name)) != CN_CKSUM_NONE)
-				meta_set(&m, sinfo.meta[i].name, sinfo.meta[i].value);
-	} else {
-		for (size_t i = 0; i < sinfo.nmeta; i++)
-			if (strcmp(sinfo.meta[i].name, "x-amz-storage-class"))
-				meta_set(&m, sinfo.meta[i].name, sinfo.meta[i].value);
-		if (sc)
-			meta_set(&m, "x-amz-storage-class", (char *)sc);
-		const char *wr = cn_s3_header(r, "x-amz-website-redirect-location");
-		if (wr)
-			meta_set(&m, "x-amz-website-redirect-location", (char *)wr);
-	}
-	meta_remove(&m, CN_S3_TAGGING_META);
-	meta_remove(&m, CN_S3_UPLOAD_ID_META); /* the copy is no upload's completion */
-	if (!tag_replace)
-		new_tags = cn_obj_info_get(&sinfo, CN_S3_TAGGING_META);
-	if (new_tags)
-		meta_set(&m, CN_S3_TAGGING_META, (char *)new_tags);
-	if (newalgo != CN_CKSUM_NONE) {
-		for (int a = CN_CKSUM_NONE + 1; a < CN_CKSUM__COUNT; a++)
-			meta_remove(&m, cn_cksum_header((cn_cksum_algo)a));
-		if (cn_cksum_init(&c.ck, newalgo) != CN_OK) {
-			cn_s3_error(r, CN_S3_InternalError, NULL);
-			goto done;
-		}
-	}
 
 	c.rd.read = cn_s3_put_read;
 	c.r = r;
@@ -747,41 +822,7 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 			cn_s3_error_from(r, e);
 		goto done;
 	}
-
-	char lm[25];
-	cn_time_iso8601(out.mtime_ms, lm);
-	const char *ckname = NULL, *ckval = NULL;
-	for (int a = CN_CKSUM_NONE + 1; a < CN_CKSUM__COUNT && !ckval; a++) {
-		ckval = cn_obj_info_get(&out, cn_cksum_header((cn_cksum_algo)a));
-		ckname = cn_cksum_name((cn_cksum_algo)a);
-	}
-	if (ckval == NULL)
-		for (size_t i = 0; i < m.n && !ckval; i++) {
-			cn_cksum_algo a = cn_cksum_from_header(cn_str_c(m.v[i].name));
-			if (a != CN_CKSUM_NONE) {
-				ckval = m.v[i].value;
-				ckname = cn_cksum_name(a);
-			}
-		}
-	if (c.ck.algo != CN_CKSUM_NONE) {
-		ckval = c.value;
-		ckname = cn_cksum_name(c.ck.algo);
-	}
-	char ckelem[32];
-	e = cn_xml_decl(&b);
-	if (!e)
-		e = cn_xml_open(&b, "CopyObjectResult", CN_S3_XMLNS);
-	if (!e)
-		e = cn_xml_elem(&b, "LastModified", lm);
-	if (!e)
-		e = cn_xml_elemf(&b, "ETag", "\"%s\"", out.etag);
-	if (!e && ckval) {
-		snprintf(ckelem, sizeof(ckelem), "Checksum%s", ckname);
-		e = cn_xml_elem(&b, ckelem, ckval);
-	}
-	if (!e)
-		e = cn_xml_close(&b, "CopyObjectResult");
-	if (e) {
+	if (copy_result(&out, &m, &c, &b)) {
 		cn_s3_error(r, CN_S3_InternalError, NULL);
 		goto done;
 	}
