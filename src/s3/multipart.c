@@ -379,24 +379,8 @@ static void upload_part_copy(cn_s3_req *r, const char *srchdr, const char *uploa
 	if (!cn_s3_parse_copy_source(r, srchdr, &sbucket, &skey, &svid) ||
 	    !upload_checksum(r, upload_id, &algo))
 		goto done;
-	e = cn_obj_open_version(r->store, sbucket, skey, svid, &sinfo, &rd);
-	if (e == CN_ERR_DELETE_MARKER) {
-		cn_s3_error(r, CN_S3_InvalidRequest,
-		            "The source of a copy request may not specifically refer to a delete marker by version id.");
+	if (!cn_s3_open_copy_source(r, sbucket, skey, svid, &sinfo, &rd))
 		goto done;
-	}
-	if (e != CN_OK) {
-		cn_s3_error_from(r, e);
-		goto done;
-	}
-	if (cn_s3_eval_conditions(cn_s3_header(r, "x-amz-copy-source-if-match"),
-	                          cn_s3_header(r, "x-amz-copy-source-if-unmodified-since"),
-	                          cn_s3_header(r, "x-amz-copy-source-if-none-match"),
-	                          cn_s3_header(r, "x-amz-copy-source-if-modified-since"), &sinfo,
-	                          412)) {
-		cn_s3_error(r, CN_S3_PreconditionFailed, NULL);
-		goto done;
-	}
 	int64_t off = 0, len = sinfo.size;
 	const char *range = cn_s3_header(r, "x-amz-copy-source-range");
 	if (range && !copy_range(r, range, sinfo.size, &off, &len))

@@ -490,6 +490,21 @@ bool cn_s3_write_conditions(cn_s3_req *r)
 	return ok;
 }
 
+/* Stores the object (cn_obj_put with c as the body); false after sending the error, the
+ * body's own (c->fail: a checksum, a size) before the store's. */
+static bool put_answered(cn_s3_req *r, put_ctx *c, const cn_put_opts *opts, cn_obj_info *out)
+{
+	cn_err e = cn_obj_put(r->store, r->bucket, r->key, &c->rd, opts, out);
+	if (e == CN_OK)
+		return true;
+	if (c->fail != CN_S3_OK)
+		cn_s3_error(r, c->fail, c->fail_msg);
+	else
+		cn_s3_error_from(r, e);
+	return false;
+}
+
+
 void cn_s3_put_object(cn_s3_req *r)
 {
 	const char *src = cn_s3_header(r, "x-amz-copy-source");
@@ -539,14 +554,8 @@ void cn_s3_put_object(cn_s3_req *r)
 	cn_put_opts opts = {
 		.meta = m.v, .nmeta = m.n, .size = r->body_len, .seal = cn_s3_put_seal, .seal_ctx = &c,
 	};
-	e = cn_obj_put(r->store, r->bucket, r->key, &c.rd, &opts, &out);
-	if (e != CN_OK) {
-		if (c.fail != CN_S3_OK)
-			cn_s3_error(r, c.fail, c.fail_msg);
-		else
-			cn_s3_error_from(r, e);
+	if (!put_answered(r, &c, &opts, &out))
 		goto done;
-	}
 	cn_s3_resp_start(r, 200);
 	send_etag(r, &out);
 	if (c.ck.algo != CN_CKSUM_NONE)
@@ -657,21 +666,34 @@ static bool copy_directives(cn_s3_req *r, copy_req *cr)
 	return true;
 }
 
-/* The opened source may be copied as asked: its x-amz-copy-source-if-* conditions hold, a
- * copy onto itself changes something, it is within the single-copy size. False after
- * sending an error. */
-static bool copy_allowed(cn_s3_req *r, const copy_req *cr, const char *sbucket, const char *skey,
-                         const char *svid, const cn_obj_info *sinfo)
+bool cn_s3_open_copy_source(cn_s3_req *r, const char *bucket, const char *key, const char *vid,
+                            cn_obj_info *info, cn_obj_reader **rd)
 {
-	int st = cn_s3_eval_conditions(cn_s3_header(r, "x-amz-copy-source-if-match"),
-	                               cn_s3_header(r, "x-amz-copy-source-if-unmodified-since"),
-	                               cn_s3_header(r, "x-amz-copy-source-if-none-match"),
-	                               cn_s3_header(r, "x-amz-copy-source-if-modified-since"),
-	                               sinfo, 412);
-	if (st) {
+	cn_err e = cn_obj_open_version(r->store, bucket, key, vid, info, rd);
+	if (e == CN_ERR_DELETE_MARKER) {
+		cn_s3_error(r, CN_S3_InvalidRequest,
+		            "The source of a copy request may not specifically refer to a delete marker by version id.");
+		return false;
+	}
+	if (e != CN_OK) {
+		cn_s3_error_from(r, e);
+		return false;
+	}
+	if (cn_s3_eval_conditions(cn_s3_header(r, "x-amz-copy-source-if-match"),
+	                          cn_s3_header(r, "x-amz-copy-source-if-unmodified-since"),
+	                          cn_s3_header(r, "x-amz-copy-source-if-none-match"),
+	                          cn_s3_header(r, "x-amz-copy-source-if-modified-since"), info, 412)) {
 		cn_s3_error(r, CN_S3_PreconditionFailed, NULL);
 		return false;
 	}
+	return true;
+}
+
+/* The opened source may be copied as asked: a copy onto itself changes something, it is
+ * within the single-copy size. False after sending an error. */
+static bool copy_allowed(cn_s3_req *r, const copy_req *cr, const char *sbucket, const char *skey,
+                         const char *svid, const cn_obj_info *sinfo)
+{
 	/* Copying a given version onto its own key restores it (AWS allows that). */
 	bool self = !strcmp(sbucket, r->bucket) && !strcmp(skey, r->key) && !svid;
 	if (self && !cr->replace && !cr->tag_replace && !cr->sc &&
@@ -794,17 +816,8 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 	}
 	if (!copy_directives(r, &cr))
 		goto done;
-	e = cn_obj_open_version(r->store, sbucket, skey, svid, &sinfo, &rd);
-	if (e == CN_ERR_DELETE_MARKER) {
-		cn_s3_error(r, CN_S3_InvalidRequest,
-		            "The source of a copy request may not specifically refer to a delete marker by version id.");
-		goto done;
-	}
-	if (e != CN_OK) {
-		cn_s3_error_from(r, e);
-		goto done;
-	}
-	if (!copy_allowed(r, &cr, sbucket, skey, svid, &sinfo) || !copy_meta(r, &cr, &sinfo, &m, &c))
+	if (!cn_s3_open_copy_source(r, sbucket, skey, svid, &sinfo, &rd) ||
+	    !copy_allowed(r, &cr, sbucket, skey, svid, &sinfo) || !copy_meta(r, &cr, &sinfo, &m, &c))
 		goto done;
 
 	c.rd.read = cn_s3_put_read;
@@ -814,14 +827,8 @@ static void copy_object(cn_s3_req *r, const char *srchdr)
 	cn_put_opts opts = {
 		.meta = m.v, .nmeta = m.n, .size = sinfo.size, .seal = cn_s3_put_seal, .seal_ctx = &c,
 	};
-	e = cn_obj_put(r->store, r->bucket, r->key, &c.rd, &opts, &out);
-	if (e != CN_OK) {
-		if (c.fail != CN_S3_OK)
-			cn_s3_error(r, c.fail, c.fail_msg);
-		else
-			cn_s3_error_from(r, e);
+	if (!put_answered(r, &c, &opts, &out))
 		goto done;
-	}
 	if (copy_result(&out, &m, &c, &b)) {
 		cn_s3_error(r, CN_S3_InternalError, NULL);
 		goto done;

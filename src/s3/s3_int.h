@@ -198,6 +198,12 @@ bool cn_s3_collect_meta(cn_s3_req *r, size_t extra, cn_kv **out, size_t *n);
  * none). False after sending InvalidArgument (also for a malformed version id). */
 bool cn_s3_parse_copy_source(cn_s3_req *r, const char *src, char **bucket, char **key,
                              const char **vid);
+/* Opens the copy source (bucket, key, version id or NULL) and checks its
+ * x-amz-copy-source-if-* conditions: true with *info and *rd filled (the caller closes
+ * *rd), false after sending the error (a delete marker named by version id:
+ * InvalidRequest; a failed condition: PreconditionFailed). */
+bool cn_s3_open_copy_source(cn_s3_req *r, const char *bucket, const char *key, const char *vid,
+                            cn_obj_info *info, cn_obj_reader **rd);
 /* If-Match / If-Unmodified-Since / If-None-Match / If-Modified-Since (any may be NULL) in
  * AWS's order: 0 to proceed, 412, or not_modified. */
 int cn_s3_eval_conditions(const char *if_match, const char *if_unmod, const char *if_none,
