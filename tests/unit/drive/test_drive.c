@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static char base[64];
@@ -421,6 +422,56 @@ TEST(test_record_pool)
 	CHECK_EQ_INT(put_inline(d, "k6", "F"), CN_OK);
 	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "k6", 10, &b), CN_OK);
 	CHECK(b.len == 1 && b.p[0] == 'F');
+	cn_buf_fini(&b);
+	cn_drive_close(d);
+}
+
+/* Open fds of this process whose target is under BASE/vol (the test's bucket): record files
+ * and shard files a read left open. */
+static int fds_under_vol(void)
+{
+	char want[128], link[1024], target[1024];
+	snprintf(want, sizeof want, "%s/vol/", base);
+	int n = 0;
+	for (int fd = 0; fd < 4096; fd++) {
+		snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+		ssize_t len = readlink(link, target, sizeof target - 1);
+		if (len <= 0)
+			continue;
+		target[len] = 0;
+		if (!strncmp(target, want, strlen(want)))
+			n++;
+	}
+	return n;
+}
+
+/* local_pool.c POOL-2: record files are never held open past cn_local__read_file_at, on
+ * every path that reads one (read_meta small and over 64 KiB, too large, a folder where the
+ * record is, version_read, walk), so a pooled inode is never rewritten under a reader. */
+TEST(test_records_not_held_open)
+{
+	cn_drive *d = open_fresh(false);
+	CHECK_EQ_INT(d->ops->make_vol(d, "vol"), CN_OK);
+	cn_buf b;
+	cn_buf_init(&b);
+	static char big[100000];
+	memset(big, 'Y', sizeof big - 1);
+	CHECK_EQ_INT(put_inline(d, "small", "AAAA"), CN_OK);
+	CHECK_EQ_INT(put_inline(d, "big", big), CN_OK);
+	CHECK_EQ_INT(put_inline(d, "dir/k", "B"), CN_OK);
+	const char *vid = "0123456789abcdef0123456789abcdef";
+	CHECK_EQ_INT(d->ops->version_keep(d, "vol", "small", vid), CN_OK);
+	CHECK_EQ_INT(fds_under_vol(), 0);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "small", 10, &b), CN_OK);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "big", sizeof big, &b), CN_OK);
+	CHECK_EQ_INT(b.len, sizeof big - 1);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "big", 1000, &b), CN_ERR_TOO_LARGE);
+	CHECK_EQ_INT(d->ops->read_meta(d, "vol", "nokey", 10, &b), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(d->ops->version_read(d, "vol", "small", vid, 10, &b), CN_OK);
+	walked w = { 0 };
+	CHECK_EQ_INT(d->ops->walk(d, "vol", "", NULL, false, walk_cb, &w), CN_OK);
+	CHECK_EQ_INT(w.n, 3);
+	CHECK_EQ_INT(fds_under_vol(), 0);
 	cn_buf_fini(&b);
 	cn_drive_close(d);
 }
@@ -1099,6 +1150,104 @@ TEST(test_nowait_reads)
 	cn_drive_close(h);
 }
 
+/* The local drive's syncfs calls come here (this binary's definition wins over libc's at
+ * link time): call number syncfs_block_at waits until syncfs_release is set, call number
+ * syncfs_fail_at fails with EIO; the others flush. syncfs_calls counts them. */
+static atomic_int syncfs_calls, syncfs_block_at, syncfs_fail_at, syncfs_release;
+int syncfs(int fd)
+{
+	int n = atomic_fetch_add(&syncfs_calls, 1) + 1;
+	if (n == atomic_load(&syncfs_block_at))
+		while (!atomic_load(&syncfs_release))
+			usleep(1000);
+	if (n == atomic_load(&syncfs_fail_at)) {
+		errno = EIO;
+		return -1;
+	}
+	return (int)syscall(SYS_syncfs, fd);
+}
+
+static atomic_int sync3_ok, sync3_io, sync3_other;
+static void *sync3_run(void *arg)
+{
+	(void)arg;
+	cn_err e = cn_drive_sync(sync_drive);
+	atomic_fetch_add(e == CN_OK ? &sync3_ok : e == CN_ERR_IO ? &sync3_io : &sync3_other, 1);
+	return NULL;
+}
+
+/* local_sync.c SYNC-3: a failed flush fails every caller whose target it covers, its
+ * leader and the callers that waited for it alike. The first flush is held while three
+ * callers arrive (their target is the second flush); the second flush fails: all three get
+ * CN_ERR_IO, and a later call flushes again and succeeds. */
+TEST(test_failed_flush_fails_its_waiters)
+{
+	sync_drive = open_fresh(true);
+	atomic_store(&syncfs_calls, 0);
+	atomic_store(&syncfs_release, 0);
+	atomic_store(&syncfs_block_at, 1);
+	atomic_store(&syncfs_fail_at, 2);
+	pthread_t first, late[3];
+	pthread_create(&first, NULL, sync3_run, NULL);
+	uint64_t barriers = 0, flushes;
+	for (int i = 0; i < 2000 && atomic_load(&syncfs_calls) < 1; i++)
+		usleep(1000);
+	for (int i = 0; i < 3; i++)
+		pthread_create(&late[i], NULL, sync3_run, NULL);
+	for (int i = 0; i < 2000 && barriers < 4; i++) { /* all four inside sync() */
+		cn_drive_local_sync_stats(sync_drive, &barriers, &flushes);
+		usleep(1000);
+	}
+	CHECK_EQ_INT(barriers, 4);
+	usleep(20000); /* the three sleep on the running flush */
+	atomic_store(&syncfs_release, 1);
+	pthread_join(first, NULL);
+	for (int i = 0; i < 3; i++)
+		pthread_join(late[i], NULL);
+	CHECK_EQ_INT(atomic_load(&syncfs_calls), 2);
+	/* the first caller may be blamed too when it reads failed_gen after the second flush
+	 * failed (SYNC-3 is conservative) */
+	CHECK(atomic_load(&sync3_io) >= 3);
+	CHECK_EQ_INT(atomic_load(&sync3_ok) + atomic_load(&sync3_io), 4);
+	CHECK_EQ_INT(atomic_load(&sync3_other), 0);
+	CHECK_EQ_INT(cn_drive_sync(sync_drive), CN_OK);
+	CHECK_EQ_INT(atomic_load(&syncfs_calls), 3);
+	atomic_store(&syncfs_block_at, 0);
+	atomic_store(&syncfs_fail_at, 0);
+	cn_drive_close(sync_drive);
+}
+
+/* local_sync.c SYNC-4: one group commit per filesystem, shared by its drive folders: two
+ * drives in folders of one filesystem count the same barriers and flushes, and a sync of
+ * either is one flush of the group. */
+TEST(test_one_group_per_filesystem)
+{
+	char cmd[400], pa[128], pb[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s/a %s/b", base, base, base);
+	CN_ASSERT(system(cmd) == 0);
+	snprintf(pa, sizeof pa, "%s/a", base);
+	snprintf(pb, sizeof pb, "%s/b", base);
+	cn_drive *a = NULL, *b = NULL;
+	CHECK_EQ_INT(cn_drive_local_open(pa, true, &a), CN_OK);
+	CHECK_EQ_INT(cn_drive_local_open(pb, true, &b), CN_OK);
+	if (!a || !b)
+		return;
+	CHECK(a->ops->sync_group(a) == b->ops->sync_group(b));
+	uint64_t ba0, fa0, bb, fb;
+	cn_drive_local_sync_stats(a, &ba0, &fa0);
+	CHECK_EQ_INT(cn_drive_sync(a), CN_OK);
+	CHECK_EQ_INT(cn_drive_sync(b), CN_OK);
+	cn_drive_local_sync_stats(b, &bb, &fb);
+	CHECK_EQ_INT(bb, ba0 + 2);
+	CHECK_EQ_INT(fb, fa0 + 2);
+	uint64_t sa, ca, sb, cb;
+	cn_drive_local_sync_gens(a, &sa, &ca);
+	cn_drive_local_sync_gens(b, &sb, &cb);
+	CHECK(sa == sb && ca == cb);
+	cn_drive_close(a);
+	cn_drive_close(b);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -1112,11 +1261,14 @@ int main(void)
 	RUN(test_purge_vol);
 	RUN(test_record_beside_folder);
 	RUN(test_record_pool);
+	RUN(test_records_not_held_open);
 	RUN(test_walk);
 	RUN(test_previous_record);
 	RUN(test_sys_and_vols);
 	RUN(test_group_commit);
 	RUN(test_group_commit_hands_on_the_lead);
+	RUN(test_failed_flush_fails_its_waiters);
+	RUN(test_one_group_per_filesystem);
 	RUN(test_targeted_sync);
 	RUN(test_reopen);
 	RUN(test_replaced);

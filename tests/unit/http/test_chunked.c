@@ -117,7 +117,7 @@ static void run(int kind, const char *in, size_t n, size_t first, size_t step, s
 			if (e) {
 				res->err = e;
 				stop = true;
-				/* sticky: nothing more is consumed or produced */
+				/* CHUNK-3: an error is sticky; nothing more is consumed or produced */
 				if (kind == KIND_CHUNKED)
 					e = cn_http_chunked_decode(&cst, "0\r\n\r\n", 5, &c, out, outcap, &pr);
 				else
