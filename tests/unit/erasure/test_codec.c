@@ -7,6 +7,12 @@
 #include <pthread.h>
 #include <time.h>
 #include <xxhash.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <dlfcn.h>
+#include <isa-l/crc.h>
+#include <isa-l/erasure_code.h>
+#endif
 
 #define MIB (1u << 20)
 #define HASHES(h) ((const unsigned char (*)[CN_CODEC_HASH_LEN])(h))
@@ -259,6 +265,85 @@ TEST(partial_want)
 	cn_codec_free(c);
 }
 
+#if defined(__x86_64__)
+/* CODEC-4 observed: this binary's ec_encode_data and crc32_gzip_refl take the place of
+ * ISA-L's for codec.c (an executable's definition wins at link time); each calls ISA-L's
+ * (dlsym RTLD_NEXT), then leaves the upper halves of the ymm registers dirty, as ISA-L's
+ * AVX-512 kernels may. XGETBV(1) bit 2 (XINUSE, AVX state) tells whether they are still
+ * dirty when the codec returns: only cn_simd_settle's vzeroupper clears them there. */
+static int isal_calls;
+
+static void dirty_upper(void)
+{
+	__asm__ volatile("vpcmpeqd %%ymm1, %%ymm1, %%ymm1" ::: "xmm1");
+}
+
+static bool upper_dirty(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+	return lo & 4;
+}
+
+void ec_encode_data(int len, int k, int rows, unsigned char *gftbls, unsigned char **data,
+                    unsigned char **coding)
+{
+	static void (*real)(int, int, int, unsigned char *, unsigned char **, unsigned char **);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "ec_encode_data");
+	real(len, k, rows, gftbls, data, coding);
+	isal_calls++;
+	dirty_upper();
+}
+
+uint32_t crc32_gzip_refl(uint32_t init_crc, const unsigned char *buf, uint64_t len)
+{
+	static uint32_t (*real)(uint32_t, const unsigned char *, uint64_t);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "crc32_gzip_refl");
+	uint32_t r = real(init_crc, buf, len);
+	isal_calls++;
+	dirty_upper();
+	return r;
+}
+
+/* codec.c CODEC-4: every ISA-L call is followed by cn_simd_settle: after a parity encode, a
+ * reconstruction and a CRC the upper vector state is clean again. */
+TEST(isal_calls_are_settled)
+{
+	unsigned a, b, cx, d;
+	if (!__get_cpuid_count(1, 0, &a, &b, &cx, &d) || !(cx & bit_AVX))
+		SKIP("no AVX: cn_simd_settle does nothing here");
+	if (!__get_cpuid_count(0xd, 1, &a, &b, &cx, &d) || !(a & 4))
+		SKIP("no XGETBV(1): the vector state cannot be read");
+	cn_codec *c;
+	CHECK_EQ_INT(cn_codec_new(4, 2, &c), CN_OK);
+	size_t sl = 4096;
+	shards sh;
+	shards_alloc(&sh, 6, sl);
+	for (int i = 0; i < 4; i++)
+		memset(sh.s[i], 'a' + i, sl);
+	dirty_upper();
+	CHECK(upper_dirty()); /* the observation works */
+	__asm__ volatile("vzeroupper" ::: "memory");
+	CHECK(!upper_dirty());
+	isal_calls = 0;
+	CHECK_EQ_INT(cn_codec_encode_parity(c, sl, sh.s, NULL), CN_OK);
+	CHECK_EQ_INT(isal_calls, 1);
+	CHECK(!upper_dirty());
+	bool present[6] = { true, false, true, true, true, false };
+	CHECK_EQ_INT(cn_codec_reconstruct(c, sl, sh.s, present, NULL), CN_OK);
+	CHECK_EQ_INT(isal_calls, 2);
+	CHECK(!upper_dirty());
+	CHECK(sh.s[1][0] == 'b' && sh.s[1][sl - 1] == 'b');
+	CHECK_EQ_INT(cn_codec_crc32(0, "123456789", 9), 0xCBF43926);
+	CHECK_EQ_INT(isal_calls, 3);
+	CHECK(!upper_dirty());
+	shards_free(&sh);
+	cn_codec_free(c);
+}
+#endif
+
 TEST(bitrot_detected_and_repaired)
 {
 	cn_codec *c;
@@ -510,5 +595,8 @@ int main(int argc, char **argv)
 	RUN(rotation_matches_minio);
 	RUN(rotation_is_a_permutation);
 	RUN(concurrent_use);
+#if defined(__x86_64__)
+	RUN(isal_calls_are_settled);
+#endif
 	TEST_END();
 }

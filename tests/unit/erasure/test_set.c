@@ -8,7 +8,9 @@
 #include "erasure/erasure_int.h"
 #include "test.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <isa-l/erasure_code.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -366,6 +368,148 @@ TEST(test_early_open_falls_back_to_parity)
 	CHECK(deg);
 	CHECK_EQ_INT(check(s, "f", p, MiB - 3, MiB + 9, NULL), CN_OK);
 	cn_ec_set_free(s);
+	free(p);
+}
+
+/* ---- EC-4's observation: shard reads per slot and decodes ---- */
+/* This binary's ec_encode_data takes the place of ISA-L's for the codec (an executable's
+ * definition wins at link time) and counts the calls: encodes and decodes alike. */
+static int rs_calls;
+void ec_encode_data(int len, int k, int rows, unsigned char *gftbls, unsigned char **data,
+                    unsigned char **coding)
+{
+	static void (*real)(int, int, int, unsigned char *, unsigned char **, unsigned char **);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "ec_encode_data");
+	rs_calls++;
+	real(len, k, rows, gftbls, data, coding);
+}
+
+/* Drives whose ops are local's with open_data, rfile_read and rfile_close wrapped: every
+ * rfile_read is counted for the drive that opened the file. Single-threaded use. */
+static cn_drive_ops counted_ops;
+static const cn_drive_ops *local_ops;
+static cn_drive *counted[CN_EC_MAX_DRIVES];
+static size_t ncounted;
+static int reads_of[CN_EC_MAX_DRIVES];
+static struct { cn_drive_rfile *f; size_t slot; } open_files[256];
+
+static cn_err counted_open_data(cn_drive *d, const char *vol, const char *key,
+                                const char *data_id, const char *name, cn_drive_rfile **out)
+{
+	cn_err e = local_ops->open_data(d, vol, key, data_id, name, out);
+	for (size_t i = 0; !e && i < ncounted; i++)
+		if (counted[i] == d)
+			for (size_t j = 0; j < 256; j++)
+				if (!open_files[j].f) {
+					open_files[j].f = *out;
+					open_files[j].slot = i;
+					break;
+				}
+	return e;
+}
+
+static cn_err counted_rfile_read(cn_drive_rfile *f, int64_t off, void *buf, size_t len,
+                                 size_t *got)
+{
+	for (size_t j = 0; j < 256; j++)
+		if (open_files[j].f == f)
+			reads_of[open_files[j].slot]++;
+	return local_ops->rfile_read(f, off, buf, len, got);
+}
+
+static void counted_rfile_close(cn_drive_rfile *f)
+{
+	for (size_t j = 0; j < 256; j++)
+		if (open_files[j].f == f)
+			open_files[j].f = NULL;
+	local_ops->rfile_close(f);
+}
+
+static cn_ec_set *open_counted(size_t n, unsigned m)
+{
+	cn_ec_set *s = open_set(n, m);
+	for (size_t i = 0; i < n; i++) {
+		cn_drive *d = D(s, i);
+		local_ops = d->ops;
+		counted_ops = *local_ops;
+		counted_ops.open_data = counted_open_data;
+		counted_ops.rfile_read = counted_rfile_read;
+		counted_ops.rfile_close = counted_rfile_close;
+		d->ops = &counted_ops;
+		counted[i] = d;
+	}
+	ncounted = n;
+	CN_ASSERT(cn_ec_make_vol(s, "bkt") == CN_OK);
+	return s;
+}
+
+/* Whether shard files were read on every data slot (dist[d] < k) and on no parity slot. */
+static bool only_data_slots_read(const uint8_t *dist, size_t n, unsigned k)
+{
+	for (size_t d = 0; d < n; d++)
+		if (dist[d] < k ? reads_of[d] == 0 : reads_of[d] != 0) {
+			fprintf(stderr, "slot %zu (shard %u): %d reads\n", d, dist[d], reads_of[d]);
+			return false;
+		}
+	return true;
+}
+
+/* read.c EC-4: a healthy read touches only the K data shards, with no decode: over 6 drives
+ * with parity 2, reading a 3-block object whole and in a range, opened as a GET opens it and
+ * with every slot's record read, reads shard files of the 4 data slots only and runs no
+ * ISA-L call; with a data shard rotten the same read reads
+ * parity and decodes (the observation sees both). */
+TEST(test_healthy_read_touches_only_data_shards)
+{
+	reset(true);
+	cn_ec_set *s = open_counted(6, 2);
+	size_t len = 2 * CN_EC_BLOCK_SIZE + 12345;
+	unsigned char *p = pattern(len, 9);
+	CHECK_EQ_INT(put(s, "h", p, len, false), CN_OK);
+	uint8_t dist[CN_EC_MAX_DRIVES];
+	cn_codec_dist("bkt", "h", 1, 6, dist);
+	memset(reads_of, 0, sizeof reads_of);
+	rs_calls = 0;
+	bool deg = true;
+	CHECK_EQ_INT(check(s, "h", p, 0, len, &deg), CN_OK);
+	CHECK(!deg);
+	CHECK_EQ_INT(check(s, "h", p, CN_EC_BLOCK_SIZE - 7, 100, NULL), CN_OK);
+	CHECK_EQ_INT(rs_calls, 0);
+	CHECK(only_data_slots_read(dist, 6, 4));
+	/* the same with every slot's record read (heal's full open: parity slots known too),
+	 * so only load_block's choice keeps parity away */
+	cn_ec_meta m;
+	cn_ec_meta_init(&m);
+	cn_ec_reader *r = NULL;
+	CHECK_EQ_INT(cn_ec__open_version(s, "bkt", "h", NULL, true, &m, &r), CN_OK);
+	memset(reads_of, 0, sizeof reads_of);
+	unsigned char *buf = malloc(len);
+	size_t got = 0;
+	if (r) {
+		CHECK_EQ_INT(cn_ec_reader_read(r, 0, buf, len, &got), CN_OK);
+		CHECK(got == len && !memcmp(buf, p, len));
+		CHECK(!cn_ec_reader_degraded(r));
+		cn_ec_reader_close(r);
+	}
+	free(buf);
+	cn_ec_meta_fini(&m);
+	CHECK_EQ_INT(rs_calls, 0);
+	CHECK(only_data_slots_read(dist, 6, 4));
+	for (size_t d = 0; d < 6; d++)
+		if (dist[d] == 0)
+			damage(d, "h", true);
+	memset(reads_of, 0, sizeof reads_of);
+	CHECK_EQ_INT(check(s, "h", p, 0, len, &deg), CN_OK);
+	CHECK(deg);
+	CHECK(rs_calls > 0);
+	int parity_reads = 0;
+	for (size_t d = 0; d < 6; d++)
+		if (dist[d] >= 4)
+			parity_reads += reads_of[d];
+	CHECK(parity_reads > 0);
+	cn_ec_set_free(s);
+	ncounted = 0;
 	free(p);
 }
 
@@ -1547,6 +1691,7 @@ int main(void)
 	RUN(test_roundtrip_all_shapes);
 	RUN(test_writer_shard_files_match_the_codec);
 	RUN(test_early_open_falls_back_to_parity);
+	RUN(test_healthy_read_touches_only_data_shards);
 	RUN(test_ranges_and_quorum);
 	RUN(test_misses_count_only_from_drives_there);
 	RUN(test_heal);
