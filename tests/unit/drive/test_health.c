@@ -252,7 +252,7 @@ TEST(test_hung_call_watchdog)
 	int64_t took = now_ms() - t0;
 	CHECK(cn_drive_health_offline(h));
 	CHECK(took >= 200 && took < 1000); /* after the limit, well before the call returns */
-	CHECK(!atomic_load(&a.done));
+	CHECK(!atomic_load(&a.done)); /* HEALTH-4: the hung call is still inside the drive */
 	/* another caller skips it at once, without reaching the drive */
 	int calls = atomic_load(&f->calls);
 	int64_t t1 = now_ms();
@@ -263,7 +263,7 @@ TEST(test_hung_call_watchdog)
 	(void)calls;
 	atomic_store(&f->delay_ms, 0);
 	pthread_join(t, NULL);
-	CHECK_EQ_INT(a.e, CN_OK); /* the hung call itself still completed */
+	CHECK_EQ_INT(a.e, CN_OK); /* HEALTH-4: not interrupted, it completed with its own answer */
 	CHECK(wait_online(h, 5000));
 	CHECK_EQ_INT(h->ops->read_sys(h, "x", 100, &b), CN_OK);
 	/* a fast drive is never taken offline by the watchdog */

@@ -191,11 +191,83 @@ TEST(hung_workers_do_not_stop_the_pool)
 	cn_net_free(n);
 }
 
+/* NET-1 observed: both handlers count who is inside for the one connection of the test;
+ * a second thread entering while one is inside is a second owner. The worker holds a SLOW
+ * request 200 ms. */
+static atomic_int owners, overlaps;
+
+static void enter(void)
+{
+	if (atomic_fetch_add(&owners, 1) != 0)
+		atomic_fetch_add(&overlaps, 1);
+}
+
+static cn_conn_verdict owned_worker(void *ctx, cn_conn *c)
+{
+	enter();
+	if (strncmp(c->buf + c->off, "SLOW ", 5) == 0)
+		usleep(200000);
+	cn_conn_verdict v = worker(ctx, c);
+	atomic_fetch_sub(&owners, 1);
+	return v;
+}
+
+static cn_conn_verdict owned_inline(void *ctx, cn_conn *c)
+{
+	enter();
+	cn_conn_verdict v = inline_h(ctx, c);
+	atomic_fetch_sub(&owners, 1);
+	return v;
+}
+
+/* net/loop.c NET-1: a connection is owned by one thread at a time. While a worker holds a
+ * slow request, the client sends the next ones on the same connection: neither the loop
+ * (its inline handler) nor another worker takes the connection until the worker hands it
+ * back; the responses come in order. */
+TEST(a_connection_has_one_owner)
+{
+	atomic_store(&overlaps, 0);
+	cn_net_config cfg = { .host = "127.0.0.1", .port = 0, .workers = 2, .linger_ms = 0,
+	                      .inline_handler = owned_inline };
+	cn_net *n = NULL;
+	CN_ASSERT(cn_net_new(&cfg, owned_worker, NULL, &n) == CN_OK);
+	pthread_t th;
+	pthread_create(&th, NULL, run, n);
+	int fd = connect_to(n);
+	CHECK(fd >= 0);
+	struct timeval tv = { .tv_sec = 5 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	static const char slow[] = "SLOW / HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char get[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	char buf[64];
+	for (int round = 0; round < 3; round++) {
+		CHECK(write(fd, slow, sizeof slow - 1) == (ssize_t)(sizeof slow - 1));
+		usleep(50000); /* the worker is inside the SLOW request */
+		CHECK(write(fd, get, sizeof get - 1) == (ssize_t)(sizeof get - 1));
+		usleep(20000);
+		CHECK(write(fd, get, sizeof get - 1) == (ssize_t)(sizeof get - 1));
+		size_t want = 3 * (sizeof resp_w - 1), got = 0;
+		while (got < want) {
+			ssize_t r = read(fd, buf, sizeof buf < want - got ? sizeof buf : want - got);
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+		CHECK_EQ_INT(got, want);
+	}
+	CHECK_EQ_INT(atomic_load(&overlaps), 0);
+	close(fd);
+	cn_net_stop(n);
+	pthread_join(th, NULL);
+	cn_net_free(n);
+}
+
 int main(void)
 {
 	RUN(worker_lingers_without_loop_next);
 	RUN(loop_next_hands_the_connection_back);
 	RUN(loop_next_without_inline_handler_keeps_lingering);
 	RUN(hung_workers_do_not_stop_the_pool);
+	RUN(a_connection_has_one_owner);
 	TEST_END();
 }
