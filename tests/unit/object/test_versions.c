@@ -104,6 +104,22 @@ static int count_files(const char *dir)
 	return n;
 }
 
+/* A store that is not durable (so many puts fall in one ms) on drive base/name, with bucket
+ * "bkt". */
+static cn_obj_store *open_fast(const char *name)
+{
+	char dir[80], cmd[200];
+	snprintf(dir, sizeof dir, "%s/%s", base, name);
+	snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+	CN_ASSERT(system(cmd) == 0);
+	cn_obj_config cfg = { .durable = false, .inline_max = 128 * 1024 };
+	const char *d[] = { dir };
+	cn_obj_store *s;
+	CN_ASSERT(cn_obj_store_open(d, 1, &cfg, &s) == CN_OK);
+	CN_ASSERT(cn_obj_make_bucket(s, "bkt") == CN_OK);
+	return s;
+}
+
 TEST(test_states)
 {
 	cn_versioning v;
@@ -343,15 +359,8 @@ TEST(test_multipart_versioned)
  * ms listed the null version as the newer (the id decided the tie). */
 TEST(test_versions_in_one_ms_keep_their_order)
 {
-	char dir[80], cmd[200];
-	snprintf(dir, sizeof dir, "%s/fast", base);
-	snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
-	CN_ASSERT(system(cmd) == 0);
-	cn_obj_config cfg = { .durable = false, .inline_max = 128 * 1024 };
-	const char *d[] = { dir };
 	cn_obj_store *saved = store;
-	CN_ASSERT(cn_obj_store_open(d, 1, &cfg, &store) == CN_OK);
-	CN_ASSERT(cn_obj_make_bucket(store, "bkt") == CN_OK);
+	store = open_fast("fast");
 	enum { N = 40 };
 	char vids[N][40], body[16], buf[16];
 	CHECK_EQ_INT(put("k", "b0", 0, vids[0]), CN_OK);
@@ -379,6 +388,48 @@ TEST(test_versions_in_one_ms_keep_their_order)
 	store = saved;
 }
 
+/* VER-4: a version id is 12 hex digits of the ms clock, 4 of a sequence and 16 random, so
+ * ids made one after another (many in one ms) are well formed, carry the time they were
+ * made and sort strictly in the order they were made. */
+TEST(test_version_ids_carry_the_clock_and_sort_in_order)
+{
+	cn_obj_store *saved = store;
+	store = open_fast("ids"); /* not durable: many puts fall in one ms */
+	CHECK_EQ_INT(cn_obj_set_versioning(store, "bkt", CN_VERSIONING_ENABLED), CN_OK);
+	enum { N = 400 };
+	static char vids[N][40];
+	int64_t t0 = cn_now_ms();
+	for (int i = 0; i < N; i++)
+		CHECK_EQ_INT(put("ids", "x", 0, vids[i]), CN_OK);
+	int64_t t1 = cn_now_ms();
+	int bad_form = 0, bad_clock = 0, bad_order = 0;
+	for (int i = 0; i < N; i++) {
+		size_t len = strlen(vids[i]);
+		bool hex = len == 32;
+		for (size_t j = 0; hex && j < len; j++)
+			hex = (vids[i][j] >= '0' && vids[i][j] <= '9') ||
+			      (vids[i][j] >= 'a' && vids[i][j] <= 'f');
+		bad_form += !hex;
+		char clk[13];
+		memcpy(clk, vids[i], 12);
+		clk[12] = 0;
+		long long ms = strtoll(clk, NULL, 16);
+		bad_clock += ms < (t0 & 0xffffffffffffll) || ms > (t1 & 0xffffffffffffll);
+		if (i > 0)
+			bad_order += strcmp(vids[i - 1], vids[i]) >= 0;
+	}
+	CHECK_EQ_INT(bad_form, 0);
+	CHECK_EQ_INT(bad_clock, 0);
+	CHECK_EQ_INT(bad_order, 0);
+	cn_version_list l;
+	CHECK_EQ_INT(nversions("ids", &l), N);
+	for (size_t i = 0; i < l.nversions && l.nversions == N; i++)
+		CHECK_EQ_STR(l.versions[i].version_id, vids[N - 1 - i]);
+	cn_version_list_fini(&l);
+	cn_obj_store_close(store);
+	store = saved;
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -397,6 +448,7 @@ int main(void)
 	RUN(test_list_pagination_and_meta);
 	RUN(test_multipart_versioned);
 	RUN(test_versions_in_one_ms_keep_their_order);
+	RUN(test_version_ids_carry_the_clock_and_sort_in_order);
 	cn_obj_store_close(store);
 	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
 	if (system(cmd) != 0)
