@@ -121,6 +121,22 @@ static cn_err open_topo(size_t npools, size_t nsets, size_t size, unsigned parit
 	return cn_obj_store_open_topology(&t, &cfg, out);
 }
 
+/* A fresh store of nsets sets of size drives with bucket "bkt"; uncached: no record cache
+ * (the test changes records behind the store's back). NULL (a failed CHECK) if it does
+ * not open. */
+static cn_obj_store *open_bkt(size_t nsets, size_t size, unsigned parity, bool uncached)
+{
+	fresh();
+	if (uncached)
+		setenv("CAIRN_RECORD_CACHE_MB", "0", 1);
+	cn_obj_store *s;
+	CHECK_EQ_INT(open_topo(1, nsets, size, parity, &s), CN_OK);
+	unsetenv("CAIRN_RECORD_CACHE_MB");
+	if (s)
+		CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
+	return s;
+}
+
 static bool exists(const char *drive, const char *rel)
 {
 	char p[512];
@@ -559,14 +575,9 @@ static void *close_store(void *arg)
  * order: the test tells them by the counter. */
 TEST(test_heal_queue_dropped_at_close)
 {
-	fresh();
-	setenv("CAIRN_RECORD_CACHE_MB", "0", 1); /* records removed behind the store's back */
-	cn_obj_store *s;
-	CHECK_EQ_INT(open_topo(1, 1, 4, 2, &s), CN_OK);
-	unsetenv("CAIRN_RECORD_CACHE_MB");
+	cn_obj_store *s = open_bkt(1, 4, 2, true);
 	if (!s)
 		return;
-	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
 	enum { NK = 12 };
 	char key[NK][16], rel[NK][40];
 	for (int i = 0; i < NK; i++) {
@@ -629,14 +640,9 @@ TEST(test_heal_queue_dropped_at_close)
 
 TEST(test_read_across_a_commit_waits_for_the_key_lock)
 {
-	fresh();
-	setenv("CAIRN_RECORD_CACHE_MB", "0", 1); /* the records change behind the store's back */
-	cn_obj_store *s;
-	CHECK_EQ_INT(open_topo(1, 1, 8, 2, &s), CN_OK);
-	unsetenv("CAIRN_RECORD_CACHE_MB");
+	cn_obj_store *s = open_bkt(1, 8, 2, true);
 	if (!s)
 		return;
-	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
 	pthread_mutex_t *kl = cn_obj__key_lock(s, "bkt", "x");
 	split_read r = { .s = s, .e = CN_ERR__COUNT };
 	/* The reader's wait is bounded (100 ms): on a loaded machine this thread may not run
@@ -675,6 +681,93 @@ TEST(test_read_across_a_commit_waits_for_the_key_lock)
 	CHECK_EQ_INT(pthread_mutex_unlock(kl), 0);
 	CHECK_EQ_INT(r.e, CN_ERR_QUORUM);
 	CHECK(took < 100); /* a plain mutex: the wait's 100 ms bound, then QUORUM */
+	cn_obj_store_close(s);
+}
+
+/* A heal of bkt in a thread: its answer in e, the drive copies it rewrote in size. */
+static void *heal_thread(void *arg)
+{
+	split_read *h = arg;
+	cn_obj_heal_totals t;
+	h->e = cn_obj_heal(h->s, "bkt", NULL, false, NULL, NULL, &t);
+	h->size = (int64_t)t.drives_healed;
+	return NULL;
+}
+
+/* heal.c HEAL-1: a heal rebuilds a version only under its key's lock: while a commit holds
+ * it, a drive's lost record stays lost; once released the heal rewrites it. */
+TEST(test_heal_waits_for_the_key_lock)
+{
+	cn_obj_store *s = open_bkt(1, 4, 2, true);
+	if (!s)
+		return;
+	CHECK_EQ_INT(put_str(s, "bkt", "x", "healme"), CN_OK);
+	sh("rm '%s/bkt/%%m.x'", drives[0][0][3]);
+	CHECK_EQ_INT(on_drives(4, "bkt/%m.x"), 3);
+	pthread_mutex_t *kl = cn_obj__key_lock(s, "bkt", "x");
+	CHECK_EQ_INT(pthread_mutex_lock(kl), 0); /* a commit of the key holds its lock */
+	split_read h = { .s = s, .e = CN_ERR__COUNT };
+	pthread_t t;
+	CHECK_EQ_INT(pthread_create(&t, NULL, heal_thread, &h), 0);
+	usleep(300000);
+	CHECK_EQ_INT(on_drives(4, "bkt/%m.x"), 3); /* not healed under the commit */
+	CHECK_EQ_INT(pthread_mutex_unlock(kl), 0);
+	pthread_join(t, NULL);
+	CHECK_EQ_INT(h.e, CN_OK);
+	CHECK_EQ_INT(h.size, 1);
+	CHECK_EQ_INT(on_drives(4, "bkt/%m.x"), 4);
+	cn_obj_store_close(s);
+}
+
+/* A bucket deletion or a put of bkt/x in a thread: its answer in e, done once it answered. */
+typedef struct ns_call {
+	cn_obj_store *s;
+	bool del;
+	cn_err e;
+	volatile bool done;
+} ns_call;
+
+static void *ns_thread(void *arg)
+{
+	ns_call *c = arg;
+	c->e = c->del ? cn_obj_delete_bucket(c->s, "bkt") : put_str(c->s, "bkt", "x", "late");
+	__atomic_store_n(&c->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* object.c OBJ-5: a bucket deletion waits for the commits in progress (the namespace lock
+ * held shared, as a commit holds it) and a commit waits for a deletion in progress (held
+ * exclusively): neither runs while the other holds the lock, so no put lands in a bucket
+ * folder being removed. */
+TEST(test_bucket_delete_and_commits_exclude_each_other)
+{
+	cn_obj_store *s = open_bkt(4, 1, 0, false);
+	if (!s)
+		return;
+	pthread_t t;
+	ns_call c = { .s = s, .del = true, .e = CN_ERR__COUNT };
+	CHECK_EQ_INT(pthread_rwlock_rdlock(&s->ns_lock), 0); /* a commit in progress */
+	CHECK_EQ_INT(pthread_create(&t, NULL, ns_thread, &c), 0);
+	usleep(300000);
+	CHECK(!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE));
+	int held = 0;
+	for (size_t k = 0; k < 4; k++)
+		held += exists(drives[0][k][0], "bkt");
+	CHECK_EQ_INT(held, 4);
+	CHECK_EQ_INT(pthread_rwlock_unlock(&s->ns_lock), 0);
+	pthread_join(t, NULL);
+	CHECK_EQ_INT(c.e, CN_OK);
+	CHECK_EQ_INT(cn_obj_make_bucket(s, "bkt"), CN_OK);
+	c = (ns_call){ .s = s, .del = false, .e = CN_ERR__COUNT };
+	CHECK_EQ_INT(pthread_rwlock_wrlock(&s->ns_lock), 0); /* a deletion in progress */
+	CHECK_EQ_INT(pthread_create(&t, NULL, ns_thread, &c), 0);
+	usleep(300000);
+	CHECK(!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE));
+	CHECK_EQ_INT(cn_obj_stat(s, "bkt", "x", NULL), CN_ERR_NO_KEY);
+	CHECK_EQ_INT(pthread_rwlock_unlock(&s->ns_lock), 0);
+	pthread_join(t, NULL);
+	CHECK_EQ_INT(c.e, CN_OK);
+	CHECK_EQ_INT(cn_obj_stat(s, "bkt", "x", NULL), CN_OK);
 	cn_obj_store_close(s);
 }
 
@@ -1261,10 +1354,12 @@ int main(void)
 	RUN(test_list_merged_equals_model);
 	RUN(test_list_versions_merged);
 	RUN(test_buckets_on_every_set);
+	RUN(test_bucket_delete_and_commits_exclude_each_other);
 	RUN(test_read_across_a_commit_waits_for_the_key_lock);
 	RUN(test_previous_records_kept_until_the_barrier);
 	RUN(test_heal_removes_leftover_previous_records);
 	RUN(test_heal_queue_dropped_at_close);
+	RUN(test_heal_waits_for_the_key_lock);
 	RUN(test_heal_keeps_previous_records_it_did_not_see);
 	RUN(test_wiped_drive_reformatted);
 	RUN(test_foreign_and_moved_drives_refused);
