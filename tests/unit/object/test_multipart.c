@@ -512,6 +512,46 @@ TEST(test_update_meta_and_config)
 	cn_obj_store_close(s);
 }
 
+/* A part's seal that loses the part's file before it is taken into the upload (as a crash
+ * or a failing drive may): every drive's in-flight tmp data removed. */
+static cn_err seal_lose_file(void *ctx, const unsigned char md5[16], int64_t size, cn_kv **add,
+                             size_t *nadd)
+{
+	(void)md5, (void)size, (void)add, (void)nadd;
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s/.cairn.sys/tmp/*/*.d", drive);
+	*(int *)ctx = system(cmd);
+	return CN_OK;
+}
+
+/* MPU-2: a part is listed only once its file is in the upload; a part whose file never got
+ * there leaves no record naming it (nor replaces the part of that number). */
+TEST(test_part_without_its_file_is_not_visible)
+{
+	fresh();
+	cn_obj_store *s = open_store(0, 0);
+	CHECK(s && cn_obj_make_bucket(s, "bkt") == CN_OK);
+	char id[CN_OBJ_UPLOAD_ID_MAX];
+	CHECK_EQ_INT(cn_obj_upload_create(s, "bkt", "k", NULL, 0, id), CN_OK);
+	size_t len = 256 * 1024; /* over inline_max: the part is a file */
+	unsigned char *p = pattern(len, 7);
+	CHECK_EQ_INT(put_part(s, "k", id, 1, p, len, NULL), CN_OK);
+	int rc = -1;
+	mem_reader r = { { mem_read }, p, len, 0 };
+	cn_put_opts o = { .size = (int64_t)len, .seal = seal_lose_file, .seal_ctx = &rc };
+	CHECK(cn_obj_upload_part(s, "bkt", "k", id, 2, &r.r, &o, NULL) != CN_OK);
+	CHECK_EQ_INT(rc, 0);
+	cn_obj_info *lp = NULL;
+	size_t n = 0;
+	CHECK_EQ_INT(cn_obj_upload_list_parts(s, "bkt", "k", id, &lp, &n), CN_OK);
+	CHECK_EQ_INT(n, 1);
+	for (size_t i = 0; i < n; i++)
+		cn_obj_info_fini(&lp[i]);
+	free(lp);
+	free(p);
+	cn_obj_store_close(s);
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -522,6 +562,7 @@ int main(void)
 	RUN(test_list_uploads);
 	RUN(test_expiry);
 	RUN(test_update_meta_and_config);
+	RUN(test_part_without_its_file_is_not_visible);
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
 	if (system(cmd) != 0)
