@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static char base[48], drive[56];
@@ -104,20 +105,51 @@ static int count_files(const char *dir)
 	return n;
 }
 
-/* A store that is not durable (so many puts fall in one ms) on drive base/name, with bucket
- * "bkt". */
-static cn_obj_store *open_fast(const char *name)
+/* A store on drive base/name with bucket "bkt"; not durable: many puts fall in one ms. */
+static cn_obj_store *open_at(const char *name, bool durable)
 {
 	char dir[80], cmd[200];
 	snprintf(dir, sizeof dir, "%s/%s", base, name);
 	snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
 	CN_ASSERT(system(cmd) == 0);
-	cn_obj_config cfg = { .durable = false, .inline_max = 128 * 1024 };
+	cn_obj_config cfg = { .durable = durable, .inline_max = 128 * 1024 };
 	const char *d[] = { dir };
 	cn_obj_store *s;
 	CN_ASSERT(cn_obj_store_open(d, 1, &cfg, &s) == CN_OK);
 	CN_ASSERT(cn_obj_make_bucket(s, "bkt") == CN_OK);
 	return s;
+}
+
+/* The barrier of a durable store is syncfs (drive/local_sync.c): this one also notes, while
+ * a folder is watched, whether that folder was there at each flush. */
+static const char *watched;
+static int flushes, flushes_without;
+
+int syncfs(int fd)
+{
+	struct stat st;
+	if (watched) {
+		flushes++;
+		flushes_without += stat(watched, &st) != 0;
+	}
+	return (int)syscall(SYS_syncfs, fd);
+}
+
+/* The name of key's only data folder on drive base/name into path; false if not one. */
+static bool only_data_folder(const char *name, const char *key, char *path, size_t cap)
+{
+	char dir[160];
+	snprintf(dir, sizeof dir, "%s/%s/bkt/%s", base, name, key);
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, "%d.", 3) && n++ == 0)
+			CN_ASSERT(snprintf(path, cap, "%s/%.200s", dir, de->d_name) < (int)cap);
+	closedir(d);
+	return n == 1;
 }
 
 TEST(test_states)
@@ -360,7 +392,7 @@ TEST(test_multipart_versioned)
 TEST(test_versions_in_one_ms_keep_their_order)
 {
 	cn_obj_store *saved = store;
-	store = open_fast("fast");
+	store = open_at("fast", false);
 	enum { N = 40 };
 	char vids[N][40], body[16], buf[16];
 	CHECK_EQ_INT(put("k", "b0", 0, vids[0]), CN_OK);
@@ -394,7 +426,7 @@ TEST(test_versions_in_one_ms_keep_their_order)
 TEST(test_version_ids_carry_the_clock_and_sort_in_order)
 {
 	cn_obj_store *saved = store;
-	store = open_fast("ids"); /* not durable: many puts fall in one ms */
+	store = open_at("ids", false); /* not durable: many puts fall in one ms */
 	CHECK_EQ_INT(cn_obj_set_versioning(store, "bkt", CN_VERSIONING_ENABLED), CN_OK);
 	enum { N = 400 };
 	static char vids[N][40];
@@ -430,6 +462,41 @@ TEST(test_version_ids_carry_the_clock_and_sort_in_order)
 	store = saved;
 }
 
+/* VER-3: the data folder of a version an overwrite replaces (unversioned bucket) or a
+ * delete by id removes is still there at the barrier's flush, and gone after. */
+TEST(test_replaced_and_deleted_data_kept_until_the_barrier)
+{
+	cn_obj_store *saved = store;
+	store = open_at("barrier", true);
+	char old[512], gone[512];
+	CHECK_EQ_INT(put("k", "first", 200000, NULL), CN_OK);
+	CHECK(only_data_folder("barrier", "k", old, sizeof old));
+	watched = old;
+	flushes = flushes_without = 0;
+	CHECK_EQ_INT(put("k", "second", 200000, NULL), CN_OK);
+	watched = NULL;
+	CHECK(flushes > 0);
+	CHECK_EQ_INT(flushes_without, 0);
+	struct stat st;
+	CHECK(stat(old, &st) != 0); /* removed after the barrier */
+	CHECK(only_data_folder("barrier", "k", gone, sizeof gone) && strcmp(gone, old));
+
+	char vid[40];
+	CHECK_EQ_INT(cn_obj_set_versioning(store, "bkt", CN_VERSIONING_ENABLED), CN_OK);
+	CHECK_EQ_INT(put("v", "only", 200000, vid), CN_OK);
+	CHECK(only_data_folder("barrier", "v", old, sizeof old));
+	watched = old;
+	flushes = flushes_without = 0;
+	cn_obj_deleted del;
+	CHECK_EQ_INT(cn_obj_delete_version(store, "bkt", "v", vid, &del), CN_OK);
+	watched = NULL;
+	CHECK(flushes > 0);
+	CHECK_EQ_INT(flushes_without, 0);
+	CHECK(stat(old, &st) != 0);
+	cn_obj_store_close(store);
+	store = saved;
+}
+
 int main(void)
 {
 	cn_log_min = CN_LOG_ERROR + 1;
@@ -449,6 +516,7 @@ int main(void)
 	RUN(test_multipart_versioned);
 	RUN(test_versions_in_one_ms_keep_their_order);
 	RUN(test_version_ids_carry_the_clock_and_sort_in_order);
+	RUN(test_replaced_and_deleted_data_kept_until_the_barrier);
 	cn_obj_store_close(store);
 	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
 	if (system(cmd) != 0)
