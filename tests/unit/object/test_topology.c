@@ -100,6 +100,7 @@ static void drive_names(size_t npools, size_t nsets, size_t size)
 }
 
 static int64_t topo_check_ms; /* the drive monitor's period in open_topo (0: 5 s) */
+static int64_t topo_scan_ms = -1; /* the heal scanner's period in open_topo (-1: none) */
 
 /* Opens pools x sets x size (same shape in every pool); parity 0 for one-drive sets. */
 static cn_err open_topo(size_t npools, size_t nsets, size_t size, unsigned parity, cn_obj_store **out)
@@ -115,7 +116,7 @@ static cn_err open_topo(size_t npools, size_t nsets, size_t size, unsigned parit
 	}
 	cn_obj_topology t = { .pools = ps, .npools = npools, .parity_standard = parity,
 	                      .parity_rrs = parity ? 1 : 0 };
-	cn_obj_config cfg = { .durable = false, .inline_max = 128 * 1024, .heal_scan_ms = -1,
+	cn_obj_config cfg = { .durable = false, .inline_max = 128 * 1024, .heal_scan_ms = topo_scan_ms,
 		                  .drive_check_ms = topo_check_ms };
 	*out = NULL;
 	return cn_obj_store_open_topology(&t, &cfg, out);
@@ -771,6 +772,66 @@ TEST(test_bucket_delete_and_commits_exclude_each_other)
 	cn_obj_store_close(s);
 }
 
+/* The wall-clock ms of one background scan, started now. */
+static int64_t scan_ms(cn_obj_store *s)
+{
+	cn_obj_state st;
+	CHECK_EQ_INT(cn_obj_get_state(s, &st), CN_OK);
+	uint64_t before = st.scans;
+	free(st.drives);
+	cn_obj__heal_scan_now(s);
+	for (int i = 0; i < 6000; i++) { /* 60 s at most */
+		usleep(10000);
+		CHECK_EQ_INT(cn_obj_get_state(s, &st), CN_OK);
+		free(st.drives);
+		if (st.scans > before && !st.scan_running)
+			return st.scan_finished_ms - st.scan_started_ms;
+	}
+	CHECK(!"the scan ended");
+	return -1;
+}
+
+/* The ms of an on-demand heal of everything (no pauses: HEAL-3 is the scanner's). */
+static int64_t heal_ms(cn_obj_store *s)
+{
+	cn_obj_heal_totals t;
+	int64_t t0 = cn_mono_ms();
+	CHECK_EQ_INT(cn_obj_heal(s, NULL, NULL, false, NULL, NULL, &t), CN_OK);
+	return cn_mono_ms() - t0;
+}
+
+/* heal.c HEAL-3: the scanner pauses after each object twice the time it took, at most
+ * heal_max_sleep_ms (1 s here): a scan of objects that each take a few ms lasts about three
+ * times the same heal without pauses (checked with wide bounds: at least 1.8 times the
+ * quicker of two unpaused heals, at most 4 times the slower + 500 ms). A pause of a fixed
+ * 1 ms, or of the cap, falls outside them; a cap ignored does not (the objects take less
+ * than half of it). */
+TEST(test_heal_scanner_paces_itself)
+{
+	topo_scan_ms = 3600 * 1000; /* the scanner runs, its period never ends in the test */
+	cn_obj_store *s = open_bkt(1, 4, 2, false);
+	topo_scan_ms = -1;
+	if (!s)
+		return;
+	enum { N = 8, SIZE = 12 << 20 };
+	char *big = malloc(SIZE + 1), key[16];
+	memset(big, 'h', SIZE);
+	big[SIZE] = 0;
+	for (int i = 0; i < N; i++) {
+		snprintf(key, sizeof key, "o%02d", i);
+		CHECK_EQ_INT(put_str(s, "bkt", key, big), CN_OK);
+	}
+	free(big);
+	int64_t w1 = heal_ms(s);
+	int64_t paced = scan_ms(s);
+	int64_t w2 = heal_ms(s);
+	int64_t wmin = w1 < w2 ? w1 : w2, wmax = w1 < w2 ? w2 : w1;
+	CHECK(wmin >= N); /* the objects take time enough to measure */
+	CHECK(paced * 10 >= wmin * 18);
+	CHECK(paced <= wmax * 4 + 500);
+	cn_obj_store_close(s);
+}
+
 TEST(test_pools_existing_key_stays)
 {
 	fresh();
@@ -1360,6 +1421,7 @@ int main(void)
 	RUN(test_heal_removes_leftover_previous_records);
 	RUN(test_heal_queue_dropped_at_close);
 	RUN(test_heal_waits_for_the_key_lock);
+	RUN(test_heal_scanner_paces_itself);
 	RUN(test_heal_keeps_previous_records_it_did_not_see);
 	RUN(test_wiped_drive_reformatted);
 	RUN(test_foreign_and_moved_drives_refused);
