@@ -822,10 +822,18 @@ TEST(test_heal_scanner_paces_itself)
 		CHECK_EQ_INT(put_str(s, "bkt", key, big), CN_OK);
 	}
 	free(big);
-	int64_t w1 = heal_ms(s);
-	int64_t paced = scan_ms(s);
-	int64_t w2 = heal_ms(s);
-	int64_t wmin = w1 < w2 ? w1 : w2, wmax = w1 < w2 ? w2 : w1;
+	/* Timings on a shared machine: up to 3 rounds, one within both bounds passes (a scan
+	 * that does not pause, or always pauses the full cap, misses them every round). */
+	int64_t w1 = 0, w2 = 0, wmin = 0, wmax = 0, paced = 0;
+	for (int round = 0; round < 3; round++) {
+		w1 = heal_ms(s);
+		paced = scan_ms(s);
+		w2 = heal_ms(s);
+		wmin = w1 < w2 ? w1 : w2;
+		wmax = w1 < w2 ? w2 : w1;
+		if (wmin >= N && paced * 10 >= wmin * 18 && paced <= wmax * 4 + 500)
+			break;
+	}
 	CHECK(wmin >= N); /* the objects take time enough to measure */
 	CHECK(paced * 10 >= wmin * 18);
 	CHECK(paced <= wmax * 4 + 500);
