@@ -81,7 +81,8 @@ static void *loop_main(void *arg)
 
 static cn_conn_verdict serve(void *ctx, cn_conn *c)
 {
-	return (cn_conn_verdict)cn_http_serve(c, (cn_http_handler)cn_s3_handle, ctx);
+	return (cn_conn_verdict)cn_http_serve(c, (cn_http_handler)cn_s3_handle,
+	                                      (cn_http_preread_fn)cn_s3_preread, ctx);
 }
 
 /* CAIRN_NO_INLINE (a debugging aid): no request is served on the loop, but the loop still

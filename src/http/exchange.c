@@ -613,17 +613,25 @@ static cn_conn_verdict finish(cn_http_exchange *x)
  * CN_CONN_DEFER in inline mode when the request must run on a worker (c->off restored). */
 /* Inline: a request with a body goes to a worker, once the bytes of it that pre asks for
  * are buffered (loop.c NET-8). */
-static cn_conn_verdict preread_or_defer(cn_conn *c, const cn_http_req *req, size_t hlen,
-                                        cn_http_preread_fn pre, void *ctx)
+/* Body bytes of req that must be buffered before it is served (0: none, or all there). */
+static size_t preread_missing(const cn_conn *c, const cn_http_req *req, size_t hlen,
+                              cn_http_preread_fn pre, void *ctx)
 {
 	if (!pre || req->chunked || req->content_length <= 0)
-		return CN_CONN_DEFER;
+		return 0;
 	size_t want = pre(ctx, req);
 	if (want > CN_HTTP_PREREAD_MAX)
 		want = CN_HTTP_PREREAD_MAX;
 	if ((int64_t)want > req->content_length)
 		want = (size_t)req->content_length;
-	if (want == 0 || c->len - c->off >= hlen + want)
+	return c->len - c->off >= hlen + want ? 0 : want;
+}
+
+static cn_conn_verdict preread_or_defer(cn_conn *c, const cn_http_req *req, size_t hlen,
+                                        cn_http_preread_fn pre, void *ctx)
+{
+	size_t want = preread_missing(c, req, hlen, pre, ctx);
+	if (want == 0)
 		return CN_CONN_DEFER;
 	if (req->expect_continue && !c->continue_sent) {
 		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -669,6 +677,10 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, cn_http_preread_
 		cn_conn_verdict v = preread_or_defer(c, &x.req, hlen, pre, ctx);
 		free(x.head);
 		return v;
+	}
+	if (!inline_mode && preread_missing(c, &x.req, hlen, pre, ctx)) {
+		free(x.head); /* read by this worker, not gathered: the loop gathers it */
+		return CN_CONN_MORE;
 	}
 	if (!inline_mode)
 		cn_conn_rate_reset(c); /* loop.c NET-7: this request's waits */
@@ -728,10 +740,10 @@ static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, cn_http_preread_
 	return verdict;
 }
 
-int cn_http_serve(struct cn_conn *c, cn_http_handler h, void *ctx)
+int cn_http_serve(struct cn_conn *c, cn_http_handler h, cn_http_preread_fn pre, void *ctx)
 {
 	for (;;) {
-		cn_conn_verdict v = serve_one(c, h, NULL, ctx, false);
+		cn_conn_verdict v = serve_one(c, h, pre, ctx, false);
 		if (v != CN_CONN_KEEP || c->out)
 			return v; /* c->out: the loop sends it before the next request */
 		if (!cn_conn_has_head(c))

@@ -190,16 +190,20 @@ bool cn_http_deferred(cn_http_exchange *x);
 
 /* Serving a connection (worker thread): parses each buffered request head, runs h on an
  * exchange for it, finishes the body/response bookkeeping (drain or close), and repeats
- * while complete pipelined heads are buffered. Bad heads get 400/431/501/505 and close. */
+ * while complete pipelined heads are buffered. Bad heads get 400/431/501/505 and close.
+ * A request whose body pre (below; NULL: none) wants gathered and that is not buffered
+ * yet (a request the worker read itself: pipelined, or while it lingered) is not served:
+ * CN_CONN_MORE, the head left unconsumed, and the loop gathers it (net.h NET-8). */
 struct cn_conn;
 typedef void (*cn_http_handler)(void *ctx, cn_http_exchange *x);
-int cn_http_serve(struct cn_conn *c, cn_http_handler h, void *ctx); /* cn_conn_verdict */
+typedef size_t (*cn_http_preread_fn)(void *ctx, const struct cn_http_req *req);
+int cn_http_serve(struct cn_conn *c, cn_http_handler h, cn_http_preread_fn pre,
+                  void *ctx); /* cn_conn_verdict */
 /* How many bytes of a request's body the loop gathers before a worker takes the request
  * (at most CN_HTTP_PREREAD_MAX; 0: none): the handler's say on which clients a worker
  * must never wait for (net.h CN_CONN_MORE). Called on the loop thread with the parsed
  * head of a request that has a Content-Length body. */
 #define CN_HTTP_PREREAD_MAX (64 * 1024)
-typedef size_t (*cn_http_preread_fn)(void *ctx, const cn_http_req *req);
 /* Loop thread: serves one bodiless GET/HEAD without blocking — its response (at most
  * ~160 KiB) goes to the socket as far as the socket takes it at once, the rest is left in
  * c->out for the loop to send. Returns CN_CONN_DEFER, with nothing consumed or sent, for

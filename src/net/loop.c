@@ -531,6 +531,10 @@ static void on_back(cn_net *n)
 		} else if (c->drain_close) { /* the worker shut it for writing (CN_CONN_DRAIN_CLOSE) */
 			start_drain(n, c);
 			continue;
+		} else if (n->cfg.inline_handler && cn_conn_has_head(c)) { /* CN_CONN_MORE: a head
+		                                     whose body the loop gathers (NET-8) */
+			serve_ready(n, c);
+			continue;
 		}
 		park(n, c);
 	}

@@ -67,11 +67,12 @@ typedef struct cn_conn {
  * CN_DRAIN_MAX_BYTES in all, then closes. Closing at once with unread bytes in the
  * socket makes the kernel send a reset, which can destroy the response before the
  * client reads it (nginx's lingering_close does the same for the same reason). */
-/* CN_CONN_MORE (inline handler only): the request may not go to a worker before
+/* CN_CONN_MORE: the request may not go to a worker before
  * c->preread bytes (its head and the start of its body) are buffered — an unauthenticated
  * request's body is gathered by the loop, under the header timeout, so that no worker ever
  * waits on such a client. Nothing was consumed; the loop reads on and calls the inline
- * handler again.
+ * handler again. A worker's handler answers it for such a request it read itself
+ * (pipelined, or while lingering): the loop then runs the inline handler on it.
  * A worker's handler may leave response bytes in c->out (a small response the socket did
  * not take at once): the loop sends them, without a worker, then parks, closes or drains
  * the connection as the verdict says. */

@@ -97,16 +97,17 @@ static void handler(void *ctx, cn_http_exchange *x)
 	}
 }
 
-static cn_conn_verdict worker(void *ctx, cn_conn *c)
-{
-	return (cn_conn_verdict)cn_http_serve(c, handler, ctx);
-}
-
 static size_t pre_h(void *ctx, const cn_http_req *req)
 {
 	(void)ctx;
 	return req->path.len > 3 && !memcmp(req->path.p, "/p/", 3) ? CN_HTTP_PREREAD_MAX : 0;
 }
+
+static cn_conn_verdict worker(void *ctx, cn_conn *c)
+{
+	return (cn_conn_verdict)cn_http_serve(c, handler, pre_h, ctx);
+}
+
 
 static cn_conn_verdict inline_h(void *ctx, cn_conn *c)
 {
@@ -467,6 +468,16 @@ TEST(pre_read_bodies_are_gathered_by_the_loop)
 	CHECK(write(fd, big, CN_HTTP_PREREAD_MAX) == CN_HTTP_PREREAD_MAX);
 	CHECK_EQ_INT(read_head(fd, head, sizeof head), 500); /* the rest would need a wait */
 	free(big);
+	close(fd);
+	/* pipelined behind a request a worker serves: the worker does not serve it before its
+	 * body is gathered; it hands the connection back and the loop gathers it */
+	fd = dial(0);
+	CHECK(send_str(fd, "POST /u/2 HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nz"
+	                   "POST /p/5 HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nab"));
+	CHECK(read_response(fd, 2, false));
+	usleep(100 * 1000);
+	CHECK(send_str(fd, "cdef"));
+	CHECK(read_response(fd, 5, false)); /* 500 BUSY had the worker read it without waiting */
 	close(fd);
 	/* a drip: 408 at the header deadline, the one worker free all along */
 	fd = dial(0);
