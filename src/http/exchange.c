@@ -308,8 +308,7 @@ static cn_err build_head(cn_http_exchange *x, int64_t length)
 	/* A request body the handler did not read (an error answered early) is skipped only
 	 * when all of it is buffered already; otherwise say now that we will close, so the
 	 * client does not send its next request on a connection we drop (finish). */
-	bool has_body = x->req.chunked || x->req.content_length > 0;
-	if (has_body && !x->body_done && (x->req.chunked || body_buffered(x) < x->body_left))
+	if (!x->body_done && (x->req.chunked || body_buffered(x) < x->body_left))
 		x->close = true;
 	x->nowait_out = !x->inline_mode && (x->is_head || (length >= 0 && length <= NOWAIT_MAX));
 	time_t now = time(NULL);
@@ -593,8 +592,7 @@ static cn_conn_verdict finish(cn_http_exchange *x)
 		return CN_CONN_CLOSE;
 	if (!x->is_head && x->resp_len >= 0 && x->resp_sent != x->resp_len)
 		return CN_CONN_CLOSE; /* short response: framing is broken, close */
-	bool has_body = x->req.chunked || x->req.content_length > 0;
-	bool unread = has_body && !x->body_done;
+	bool unread = !x->body_done; /* done from the start without a body (serve_one) */
 	if (unread && !x->req.chunked && body_buffered(x) == x->body_left) {
 		x->c->off += (size_t)x->body_left; /* all of it is here: skip it, no wait */
 		x->body_in += x->body_left;
@@ -609,10 +607,6 @@ static cn_conn_verdict finish(cn_http_exchange *x)
 	return CN_CONN_KEEP;
 }
 
-/* Serves the request whose head is buffered at c->off. Returns CN_CONN_KEEP/CLOSE, or
- * CN_CONN_DEFER in inline mode when the request must run on a worker (c->off restored). */
-/* Inline: a request with a body goes to a worker, once the bytes of it that pre asks for
- * are buffered (loop.c NET-8). */
 /* Body bytes of req that must be buffered before it is served (0: none, or all there). */
 static size_t preread_missing(const cn_conn *c, const cn_http_req *req, size_t hlen,
                               cn_http_preread_fn pre, void *ctx)
@@ -627,6 +621,8 @@ static size_t preread_missing(const cn_conn *c, const cn_http_req *req, size_t h
 	return c->len - c->off >= hlen + want ? 0 : want;
 }
 
+/* Inline: a request with a body goes to a worker, once the bytes of it that pre asks for
+ * are buffered (loop.c NET-8). */
 static cn_conn_verdict preread_or_defer(cn_conn *c, const cn_http_req *req, size_t hlen,
                                         cn_http_preread_fn pre, void *ctx)
 {
@@ -646,6 +642,9 @@ static cn_conn_verdict preread_or_defer(cn_conn *c, const cn_http_req *req, size
 	return CN_CONN_MORE;
 }
 
+/* Serves the request whose head is buffered at c->off. Returns CN_CONN_KEEP/CLOSE, or
+ * CN_CONN_DEFER in inline mode when the request must run on a worker, or CN_CONN_MORE when
+ * its body must be gathered first (c->off restored in both). */
 static cn_conn_verdict serve_one(cn_conn *c, cn_http_handler h, cn_http_preread_fn pre, void *ctx,
                                  bool inline_mode)
 {
